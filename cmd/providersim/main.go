@@ -1,0 +1,75 @@
+// Command providersim serves the Stripe-compatible provider simulator for
+// local runs and out-of-process tests. Point STRIPE_API_BASE at the address it
+// prints; drive faults and read counters through its /_sim/ control API.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/acmepay/payments/internal/provider/providersim"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "providersim:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	retention := 24 * time.Hour
+	if v := os.Getenv("PROVIDERSIM_KEY_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("PROVIDERSIM_KEY_RETENTION: want a positive duration such as 24h, got %q", v)
+		}
+		retention = d
+	}
+	addr := os.Getenv("PROVIDERSIM_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:12111"
+	}
+	flag.StringVar(&addr, "addr", addr, "listen address (env PROVIDERSIM_ADDR)")
+	flag.DurationVar(&retention, "key-retention", retention, "how long idempotency keys are remembered (env PROVIDERSIM_KEY_RETENTION)")
+	flag.Parse()
+
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	sim := providersim.New(providersim.Options{KeyRetention: retention, Logger: logger})
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("providersim listening on http://%s\n", ln.Addr())
+
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	// Held requests would otherwise keep Shutdown waiting.
+	sim.ClearFaults()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

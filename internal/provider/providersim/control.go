@@ -1,0 +1,152 @@
+package providersim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// faultJSON is a Fault on the control API; delay is a Go duration string.
+type faultJSON struct {
+	Op             string    `json:"op"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	Kind           FaultKind `json:"kind"`
+	Delay          string    `json:"delay"`
+	Times          int       `json:"times"`
+}
+
+type randomFaultsJSON struct {
+	Drop     float64 `json:"drop"`
+	Error500 float64 `json:"error_500"`
+	Delay    float64 `json:"delay"`
+	DelayFor string  `json:"delay_for"`
+	Seed     int64   `json:"seed"`
+}
+
+// controlRoutes mounts the unauthenticated control API used when the
+// simulator runs as a separate process:
+//
+//	GET    /_sim/stats                totals plus "by_key"
+//	GET    /_sim/requests             request log
+//	GET    /_sim/intents?secret_key=  intents of one key
+//	POST   /_sim/faults               {"op","idempotency_key","kind","delay","times"} -> {"id"}
+//	GET    /_sim/faults/{id}          {"id","hits","reached"}
+//	POST   /_sim/faults/{id}/release
+//	DELETE /_sim/faults/{id}
+//	DELETE /_sim/faults               release and remove all
+//	POST   /_sim/forget-keys
+//	POST   /_sim/random-faults        {"drop","error_500","delay","delay_for","seed"}
+func (s *Server) controlRoutes(m *http.ServeMux) {
+	m.HandleFunc("GET /_sim/stats", func(w http.ResponseWriter, r *http.Request) {
+		total, byKey := s.allStats()
+		writeJSON(w, http.StatusOK, struct {
+			Stats
+			ByKey map[string]Stats `json:"by_key"`
+		}{total, byKey})
+	})
+	m.HandleFunc("GET /_sim/requests", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Requests())
+	})
+	m.HandleFunc("GET /_sim/intents", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Intents(r.URL.Query().Get("secret_key")))
+	})
+	m.HandleFunc("POST /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		var in faultJSON
+		if !readJSON(w, r, &in) {
+			return
+		}
+		f := Fault{Op: in.Op, IdempotencyKey: in.IdempotencyKey, Kind: in.Kind, Times: in.Times}
+		var err error
+		if _, known := faultBefore[in.Kind]; !known {
+			err = fmt.Errorf("unknown kind %q", in.Kind)
+		} else if in.Delay != "" {
+			f.Delay, err = time.ParseDuration(in.Delay)
+		}
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"id": s.Inject(f).ID()})
+	})
+	m.HandleFunc("GET /_sim/faults/{id}", s.withFault(func(w http.ResponseWriter, f *Injected) {
+		reached := false
+		select {
+		case <-f.Reached():
+			reached = true
+		default:
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": f.ID(), "hits": f.Hits(), "reached": reached})
+	}))
+	m.HandleFunc("POST /_sim/faults/{id}/release", s.withFault(func(w http.ResponseWriter, f *Injected) {
+		f.Release()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	m.HandleFunc("DELETE /_sim/faults/{id}", s.withFault(func(w http.ResponseWriter, f *Injected) {
+		f.Remove()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	m.HandleFunc("DELETE /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		s.ClearFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	m.HandleFunc("POST /_sim/forget-keys", func(w http.ResponseWriter, r *http.Request) {
+		s.ForgetIdempotencyKeys()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	m.HandleFunc("POST /_sim/random-faults", func(w http.ResponseWriter, r *http.Request) {
+		var in randomFaultsJSON
+		if !readJSON(w, r, &in) {
+			return
+		}
+		rf := RandomFaults{Drop: in.Drop, Error500: in.Error500, Delay: in.Delay, Seed: in.Seed}
+		var err error
+		if in.DelayFor != "" {
+			rf.DelayFor, err = time.ParseDuration(in.DelayFor)
+		}
+		if err == nil && (min(rf.Drop, rf.Error500, rf.Delay) < 0 || rf.Drop+rf.Error500+rf.Delay > 1) {
+			err = fmt.Errorf("probabilities must be non-negative and sum to at most 1")
+		}
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		s.SetRandomFaults(rf)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	m.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint"})
+	})
+}
+
+// withFault resolves the {id} of a control route.
+func (s *Server) withFault(h func(http.ResponseWriter, *Injected)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, _ := strconv.Atoi(r.PathValue("id"))
+		s.mu.Lock()
+		f := s.byID[id]
+		s.mu.Unlock()
+		if f == nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such fault"})
+			return
+		}
+		h(w, f)
+	}
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid JSON: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,400 @@
+// Package providersim is a stateful simulator of the part of the Stripe API
+// that the payment service uses through stripe-go: PaymentIntents (create and
+// confirm, retrieve, capture, cancel, search) and refunds.
+//
+// It honours Idempotency-Key per secret key the way Stripe does, keeps each
+// secret key's objects apart, counts every effect, and lets tests inject
+// faults (lost responses, delays, 5xx, 429, held requests) at the moments that
+// matter for exactly-once behaviour: before or after the effect. Tests mount
+// it with httptest; cmd/providersim serves it as a process, with a control API
+// under /_sim/.
+package providersim
+
+import (
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// Now is the clock for idempotency-key expiry and object timestamps.
+	// Default time.Now.
+	Now func() time.Time
+	// KeyRetention is how long an idempotency key is remembered after its
+	// first use. Default 24h, as Stripe.
+	KeyRetention time.Duration
+	// SearchLag hides intents from search until they are this old, like
+	// Stripe's eventually consistent search. Default 0 (visible at once).
+	SearchLag time.Duration
+	// RandomFaults injects faults at random into mutating requests.
+	RandomFaults RandomFaults
+	// Logger, when set, receives one record per API request.
+	Logger *slog.Logger
+}
+
+// RandomFaults are per-request probabilities of a fault on mutating (POST)
+// requests that no injected Fault matched, for load tests.
+type RandomFaults struct {
+	Drop     float64 // DropAfterEffect
+	Error500 float64 // Error500BeforeEffect
+	Delay    float64 // DelayAfterEffect for DelayFor
+	DelayFor time.Duration
+	// Seed makes the sequence reproducible; 0 picks a random seed.
+	Seed int64
+}
+
+// Stats counts requests and effects.
+type Stats struct {
+	Requests       int `json:"requests"`       // API requests received
+	Replays        int `json:"replays"`        // idempotent replays served
+	Authorizations int `json:"authorizations"` // intents authorized or charged
+	Declines       int `json:"declines"`
+	Captures       int `json:"captures"`
+	Cancels        int `json:"cancels"`
+	Refunds        int `json:"refunds"`
+}
+
+func (s *Stats) add(o Stats) {
+	s.Requests += o.Requests
+	s.Replays += o.Replays
+	s.Authorizations += o.Authorizations
+	s.Declines += o.Declines
+	s.Captures += o.Captures
+	s.Cancels += o.Cancels
+	s.Refunds += o.Refunds
+}
+
+// Request is one logged API request.
+type Request struct {
+	Op             string    `json:"op"` // authorize, capture, cancel, refund, retrieve, retrieve_refund, search; "" if unrouted
+	Method         string    `json:"method"`
+	Path           string    `json:"path"`
+	SecretKey      string    `json:"secret_key,omitempty"`
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	Replayed       bool      `json:"replayed"`
+	Fault          FaultKind `json:"fault,omitempty"` // fault applied, if any
+	Status         int       `json:"status"`          // 0 when the connection was dropped
+	Time           time.Time `json:"time"`            // arrival, by Options.Now
+}
+
+// maxLog bounds the request log for long load tests.
+const maxLog = 100_000
+
+// Server is the simulator; it implements http.Handler. Held requests block
+// until released, so call ClearFaults before closing the HTTP server.
+type Server struct {
+	opts Options
+	mux  *http.ServeMux
+
+	mu       sync.Mutex
+	accounts map[string]*account
+	anon     int // requests without a valid secret key
+	log      []Request
+	faults   []*Injected       // active, in injection order
+	byID     map[int]*Injected // everything injected since the last clear
+	nextID   int
+	random   RandomFaults
+	rng      *rand.Rand
+}
+
+// account is the state of one secret key.
+type account struct {
+	intents map[string]*intentRecord
+	order   []*intentRecord // creation order
+	refunds map[string]*refund
+	keys    map[string]*idemEntry
+	swept   time.Time
+	stats   Stats
+}
+
+// New returns a Server with no objects and no faults.
+func New(opts Options) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.KeyRetention <= 0 {
+		opts.KeyRetention = 24 * time.Hour
+	}
+	s := &Server{opts: opts, accounts: map[string]*account{}, byID: map[int]*Injected{}}
+	s.SetRandomFaults(opts.RandomFaults)
+
+	m := http.NewServeMux()
+	m.Handle("POST /v1/payment_intents", s.endpoint("authorize", (*Server).createIntent))
+	m.Handle("GET /v1/payment_intents/search", s.endpoint("search", (*Server).searchIntents))
+	m.Handle("GET /v1/payment_intents/{id}", s.endpoint("retrieve", (*Server).getIntent))
+	m.Handle("POST /v1/payment_intents/{id}/capture", s.endpoint("capture", (*Server).captureIntent))
+	m.Handle("POST /v1/payment_intents/{id}/cancel", s.endpoint("cancel", (*Server).cancelIntent))
+	m.Handle("POST /v1/refunds", s.endpoint("refund", (*Server).createRefund))
+	m.Handle("GET /v1/refunds/{id}", s.endpoint("retrieve_refund", (*Server).getRefund))
+	m.Handle("/", s.endpoint("", nil))
+	s.controlRoutes(m)
+	s.mux = m
+	return s
+}
+
+// ServeHTTP serves the Stripe API under /v1/ and the control API under /_sim/.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Stats returns the counters summed over all secret keys.
+func (s *Server) Stats() Stats {
+	total, _ := s.allStats()
+	return total
+}
+
+// StatsFor returns the counters of one secret key.
+func (s *Server) StatsFor(secretKey string) Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.accounts[secretKey]; a != nil {
+		return a.stats
+	}
+	return Stats{}
+}
+
+func (s *Server) allStats() (Stats, map[string]Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := Stats{Requests: s.anon}
+	byKey := make(map[string]Stats, len(s.accounts))
+	for k, a := range s.accounts {
+		total.add(a.stats)
+		byKey[k] = a.stats
+	}
+	return total, byKey
+}
+
+// Requests returns the most recent requests (up to 100 000) in the order they
+// were answered.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.log[max(0, len(s.log)-maxLog):]...)
+}
+
+// Intents returns a copy of the secret key's intents in creation order.
+func (s *Server) Intents(secretKey string) []Intent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.accounts[secretKey]
+	if a == nil {
+		return nil
+	}
+	out := make([]Intent, len(a.order))
+	for i, pi := range a.order {
+		out[i] = pi.Intent
+		out[i].Metadata = maps.Clone(pi.Metadata)
+	}
+	return out
+}
+
+// ForgetIdempotencyKeys forgets every stored idempotency key, as if
+// KeyRetention had passed for all of them.
+func (s *Server) ForgetIdempotencyKeys() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.accounts {
+		clear(a.keys)
+	}
+}
+
+// SetRandomFaults replaces the random-fault settings.
+func (s *Server) SetRandomFaults(rf RandomFaults) {
+	seed := uint64(rf.Seed)
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.random, s.rng = rf, rand.New(rand.NewPCG(seed, seed))
+}
+
+// account returns the state of a secret key, creating it. Requires s.mu.
+func (s *Server) account(key string) *account {
+	a := s.accounts[key]
+	if a == nil {
+		a = &account{intents: map[string]*intentRecord{}, refunds: map[string]*refund{}, keys: map[string]*idemEntry{}}
+		s.accounts[key] = a
+	}
+	return a
+}
+
+// call is what an endpoint sees of a request.
+type call struct {
+	id      string // path parameter
+	form    map[string][]string
+	idemKey string
+	now     time.Time
+}
+
+// result is an endpoint's answer. final marks answers produced after the
+// endpoint began executing: only those are kept for idempotent replays.
+type result struct {
+	status int
+	body   []byte
+	final  bool
+}
+
+type runFunc func(s *Server, a *account, c *call) result
+
+// endpoint wraps an operation in the common pipeline: authentication,
+// idempotency, faults before the effect, the effect, faults after it.
+func (s *Server) endpoint(op string, run runFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, authed := secretKey(r)
+		rec := &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key")}
+		s.mu.Lock()
+		rec.Time = s.opts.Now()
+		if authed {
+			rec.SecretKey = key
+			s.account(key).stats.Requests++
+		} else {
+			s.anon++
+		}
+		s.mu.Unlock()
+
+		switch {
+		case !authed:
+			s.reply(w, rec, failed(http.StatusUnauthorized, authError(r)))
+			return
+		case run == nil:
+			s.reply(w, rec, failed(http.StatusNotFound, &apiError{Type: invalidRequest,
+				Message: "Unrecognized request URL (" + r.Method + ": " + r.URL.Path + ")."}))
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			s.reply(w, rec, rejected(&apiError{Type: invalidRequest, Message: "Invalid request body: " + err.Error()}))
+			return
+		}
+		c := &call{id: r.PathValue("id"), form: r.Form}
+		mutating := r.Method == http.MethodPost
+		if mutating {
+			c.idemKey = rec.IdempotencyKey
+		}
+
+		var entry *idemEntry
+		var res result
+		if c.idemKey != "" {
+			var state claimState
+			entry, res, state = s.claim(key, c.idemKey, fingerprint(r))
+			if state == claimRejected {
+				s.reply(w, rec, res)
+				return
+			}
+			rec.Replayed = state == claimReplay
+		}
+
+		before, after := s.pickFaults(op, c.idemKey, mutating)
+		if before.kind != "" {
+			rec.Fault = before.kind
+			before.apply(r.Context())
+			if before.kind != HoldBeforeEffect {
+				if !rec.Replayed {
+					s.unclaim(key, c.idemKey, entry)
+				}
+				rec.Replayed = false
+				s.reply(w, rec, before.errorResult())
+				return
+			}
+		}
+		if !rec.Replayed {
+			res = s.execute(key, c, run, entry)
+		}
+		if after.kind != "" {
+			rec.Fault = after.kind
+			after.apply(r.Context())
+			if after.kind == DropAfterEffect {
+				s.record(rec)
+				dropConnection(w)
+				return
+			}
+		}
+		s.reply(w, rec, res)
+	})
+}
+
+// execute runs the endpoint under the lock and settles the idempotency entry
+// in the same critical section, so a retry sees either nothing or the result.
+func (s *Server) execute(key string, c *call, run runFunc, entry *idemEntry) result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.account(key)
+	c.now = s.opts.Now()
+	res := run(s, a, c)
+	if entry != nil {
+		if res.final {
+			entry.done, entry.res = true, res
+		} else {
+			a.release(c.idemKey, entry)
+		}
+	}
+	return res
+}
+
+// reply logs the request and then writes the answer, so counters are final
+// by the time the client sees the response.
+func (s *Server) reply(w http.ResponseWriter, rec *Request, res result) {
+	rec.Status = res.status
+	s.record(rec)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Request-Id", newID("req_", 14))
+	if rec.IdempotencyKey != "" && rec.Method == http.MethodPost {
+		h.Set("Idempotency-Key", rec.IdempotencyKey)
+	}
+	if rec.Replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	w.WriteHeader(res.status)
+	w.Write(res.body)
+}
+
+func (s *Server) record(rec *Request) {
+	s.mu.Lock()
+	if rec.Replayed {
+		s.account(rec.SecretKey).stats.Replays++
+	}
+	if len(s.log) >= 2*maxLog {
+		s.log = append(s.log[:0], s.log[len(s.log)-maxLog:]...)
+	}
+	s.log = append(s.log, *rec)
+	s.mu.Unlock()
+	if l := s.opts.Logger; l != nil {
+		l.Info("request", "op", rec.Op, "method", rec.Method, "path", rec.Path,
+			"idempotency_key", rec.IdempotencyKey, "replayed", rec.Replayed,
+			"fault", string(rec.Fault), "status", rec.Status)
+	}
+}
+
+// secretKey reads a Bearer token, or HTTP basic auth with the key as user.
+func secretKey(r *http.Request) (string, bool) {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		key, _, _ = r.BasicAuth()
+	}
+	key = strings.TrimSpace(key)
+	return key, strings.HasPrefix(key, "sk_")
+}
+
+func authError(r *http.Request) *apiError {
+	if r.Header.Get("Authorization") == "" {
+		return &apiError{Type: invalidRequest, Message: "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY')."}
+	}
+	return &apiError{Type: invalidRequest, Message: "Invalid API Key provided."}
+}
+
+// dropConnection closes the connection without writing a response.
+func dropConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	// Not hijackable (HTTP/2): abort the stream instead.
+	panic(http.ErrAbortHandler)
+}
