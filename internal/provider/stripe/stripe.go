@@ -1,0 +1,288 @@
+// Package stripe implements provider.Provider on Stripe's PaymentIntents API
+// through stripe-go. It is the only place that knows Stripe's wire format and
+// error shapes; callers see classified provider.Result values (CONTRACT §5).
+//
+// Nothing here logs secret keys, idempotency keys, payment methods or
+// request and response bodies.
+package stripe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	stripego "github.com/stripe/stripe-go/v76"
+	"github.com/stripe/stripe-go/v76/client"
+
+	"github.com/acmepay/payments/internal/provider"
+)
+
+// Config configures the Stripe adapter.
+type Config struct {
+	// APIBase is the API base URL; "" means Stripe's https://api.stripe.com.
+	APIBase string
+	// HTTPClient is used for all calls; nil means stripe-go's default. Call
+	// deadlines come from the context, not from this client.
+	HTTPClient *http.Client
+	// MaxNetworkRetries is how often stripe-go itself re-sends a failed
+	// request (same idempotency key); 0 disables it.
+	MaxNetworkRetries int
+	// Logger receives the adapter's own logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Provider is the Stripe implementation of provider.Provider. It is safe for
+// concurrent use.
+type Provider struct {
+	backends *stripego.Backends
+	log      *slog.Logger
+	clients  sync.Map // secret key -> *client.API
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a Stripe provider. It does not contact Stripe.
+func New(cfg Config) *Provider {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	backend := func(t stripego.SupportedBackend) stripego.Backend {
+		bc := &stripego.BackendConfig{
+			HTTPClient:        cfg.HTTPClient,
+			MaxNetworkRetries: stripego.Int64(int64(cfg.MaxNetworkRetries)),
+			LeveledLogger:     quietLogger{l: logger},
+		}
+		if cfg.APIBase != "" {
+			bc.URL = stripego.String(cfg.APIBase)
+		}
+		return stripego.GetBackendWithConfig(t, bc)
+	}
+	return &Provider{
+		backends: &stripego.Backends{
+			API:     backend(stripego.APIBackend),
+			Uploads: backend(stripego.UploadsBackend),
+		},
+		log: logger,
+	}
+}
+
+// client returns the stripe-go client for a secret key. Backends hold no key,
+// so all clients share them.
+func (p *Provider) client(key string) *client.API {
+	if c, ok := p.clients.Load(key); ok {
+		return c.(*client.API)
+	}
+	c, _ := p.clients.LoadOrStore(key, client.New(key, p.backends))
+	return c.(*client.API)
+}
+
+// Authorize creates and confirms a PaymentIntent.
+func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r provider.AuthorizeRequest) provider.Result {
+	if c.SecretKey == "" {
+		return provider.Result{Outcome: provider.Failed, FailureCode: codeMissingKey, FailureMessage: "no secret key"}
+	}
+	params := &stripego.PaymentIntentParams{
+		Amount:        stripego.Int64(r.Amount),
+		Currency:      stripego.String(strings.ToLower(r.Currency)),
+		PaymentMethod: stripego.String(r.PaymentMethod),
+		CaptureMethod: stripego.String(r.CaptureMethod),
+		Confirm:       stripego.Bool(true),
+		// Confirmed server side there is no page to return to; without this
+		// Stripe demands a return_url for redirect-based methods.
+		AutomaticPaymentMethods: &stripego.PaymentIntentAutomaticPaymentMethodsParams{
+			Enabled:        stripego.Bool(true),
+			AllowRedirects: stripego.String("never"),
+		},
+		Metadata: r.Metadata,
+	}
+	if r.CustomerID != "" {
+		params.Customer = stripego.String(r.CustomerID)
+	}
+	if r.Description != "" {
+		params.Description = stripego.String(r.Description)
+	}
+	params.SetIdempotencyKey(r.IdempotencyKey)
+	params.Context = ctx
+	pi, err := p.client(c.SecretKey).PaymentIntents.New(params)
+	return p.result(opAuthorize, "", pi, err)
+}
+
+// Capture captures an authorized PaymentIntent, in full when Amount is 0.
+func (p *Provider) Capture(ctx context.Context, c provider.Credentials, r provider.CaptureRequest) provider.Result {
+	if res, bad := precheck(c, r.IntentID); bad {
+		return res
+	}
+	params := &stripego.PaymentIntentCaptureParams{}
+	if r.Amount > 0 {
+		params.AmountToCapture = stripego.Int64(r.Amount)
+	}
+	params.SetIdempotencyKey(r.IdempotencyKey)
+	params.Context = ctx
+	pi, err := p.client(c.SecretKey).PaymentIntents.Capture(r.IntentID, params)
+	return p.result(opCapture, r.IntentID, pi, err)
+}
+
+// Cancel cancels an uncaptured PaymentIntent.
+func (p *Provider) Cancel(ctx context.Context, c provider.Credentials, r provider.CancelRequest) provider.Result {
+	if res, bad := precheck(c, r.IntentID); bad {
+		return res
+	}
+	params := &stripego.PaymentIntentCancelParams{}
+	params.SetIdempotencyKey(r.IdempotencyKey)
+	params.Context = ctx
+	pi, err := p.client(c.SecretKey).PaymentIntents.Cancel(r.IntentID, params)
+	return p.result(opCancel, r.IntentID, pi, err)
+}
+
+// Refund refunds a captured PaymentIntent, in full when Amount is 0.
+func (p *Provider) Refund(ctx context.Context, c provider.Credentials, r provider.RefundRequest) provider.RefundResult {
+	if res, bad := precheck(c, r.IntentID); bad {
+		return provider.RefundResult{Outcome: res.Outcome, FailureCode: res.FailureCode, FailureMessage: res.FailureMessage}
+	}
+	params := &stripego.RefundParams{
+		PaymentIntent: stripego.String(r.IntentID),
+		Metadata:      r.Metadata,
+	}
+	if r.Amount > 0 {
+		params.Amount = stripego.Int64(r.Amount)
+	}
+	params.SetIdempotencyKey(r.IdempotencyKey)
+	params.Context = ctx
+	rf, err := p.client(c.SecretKey).Refunds.New(params)
+	v := classify(opRefund, err)
+	p.logVerdict(opRefund, r.IntentID, v)
+	res := provider.RefundResult{Outcome: v.outcome, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
+	if v.outcome == provider.Succeeded {
+		res.Refund = &provider.Refund{ID: rf.ID, Status: string(rf.Status), Amount: rf.Amount}
+	}
+	return res
+}
+
+// RetrieveIntent fetches a PaymentIntent by id.
+func (p *Provider) RetrieveIntent(ctx context.Context, c provider.Credentials, id string) (*provider.Intent, error) {
+	if c.SecretKey == "" {
+		return nil, errors.New("stripe: no secret key")
+	}
+	if id == "" {
+		// An empty id would turn the GET into a list call.
+		return nil, provider.ErrNotFound
+	}
+	params := &stripego.PaymentIntentParams{}
+	params.Context = ctx
+	pi, err := p.client(c.SecretKey).PaymentIntents.Get(id, params)
+	if err != nil {
+		var se *stripego.Error
+		if errors.As(err, &se) && se.HTTPStatusCode == http.StatusNotFound && se.Code == stripego.ErrorCodeResourceMissing {
+			return nil, provider.ErrNotFound
+		}
+		return nil, fmt.Errorf("stripe: retrieve intent: %w", loggable(err))
+	}
+	return toIntent(pi), nil
+}
+
+// SearchIntentByPaymentID finds the PaymentIntent whose metadata payment_id
+// matches. Stripe's search index is eventually consistent (new or updated
+// intents can take up to about a minute to appear), so ErrNotFound right after
+// a create is not proof that no intent exists; prefer RetrieveIntent when the
+// id is known. When several intents match (one per attempt), the newest wins.
+func (p *Provider) SearchIntentByPaymentID(ctx context.Context, c provider.Credentials, paymentID string) (*provider.Intent, error) {
+	if c.SecretKey == "" {
+		return nil, errors.New("stripe: no secret key")
+	}
+	params := &stripego.PaymentIntentSearchParams{}
+	params.Query = searchQuery(paymentID)
+	params.Limit = stripego.Int64(100)
+	params.Single = true // attempts per payment are few; one page is plenty
+	params.Context = ctx
+	it := p.client(c.SecretKey).PaymentIntents.Search(params)
+	var best *stripego.PaymentIntent
+	for it.Next() {
+		pi := it.PaymentIntent()
+		if best == nil || pi.Created > best.Created || (pi.Created == best.Created && pi.ID > best.ID) {
+			best = pi
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("stripe: search intent: %w", loggable(err))
+	}
+	if best == nil {
+		return nil, provider.ErrNotFound
+	}
+	return toIntent(best), nil
+}
+
+// searchQuery builds a Stripe search query matching metadata payment_id;
+// backslashes and single quotes are escaped so the id stays one literal.
+func searchQuery(paymentID string) string {
+	esc := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(paymentID)
+	return "metadata['payment_id']:'" + esc + "'"
+}
+
+// precheck rejects calls that cannot be sent; nothing reaches Stripe, so the
+// outcome is a certain Failed.
+func precheck(c provider.Credentials, intentID string) (provider.Result, bool) {
+	switch {
+	case c.SecretKey == "":
+		return provider.Result{Outcome: provider.Failed, FailureCode: codeMissingKey, FailureMessage: "no secret key"}, true
+	case intentID == "":
+		return provider.Result{Outcome: provider.Failed, FailureCode: codeMissingIntent, FailureMessage: "no intent id"}, true
+	}
+	return provider.Result{}, false
+}
+
+// result classifies a PaymentIntent call.
+func (p *Provider) result(o op, intentID string, pi *stripego.PaymentIntent, err error) provider.Result {
+	v := classify(o, err)
+	p.logVerdict(o, intentID, v)
+	res := provider.Result{Outcome: v.outcome, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
+	switch {
+	case v.outcome == provider.Succeeded:
+		res.Intent = toIntent(pi)
+	case v.intent != nil:
+		res.Intent = toIntent(v.intent)
+	}
+	return res
+}
+
+func (p *Provider) logVerdict(o op, intentID string, v verdict) {
+	level := slog.LevelDebug
+	if v.outcome == provider.Unknown {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{slog.String("op", string(o)), slog.String("outcome", string(v.outcome))}
+	if intentID != "" {
+		attrs = append(attrs, slog.String("intent_id", intentID))
+	}
+	if v.code != "" {
+		attrs = append(attrs, slog.String("code", v.code))
+	}
+	if v.err != nil {
+		attrs = append(attrs, slog.String("err", v.err.Error()))
+	}
+	p.log.LogAttrs(context.Background(), level, "stripe call", attrs...)
+}
+
+func toIntent(pi *stripego.PaymentIntent) *provider.Intent {
+	if pi == nil {
+		return nil
+	}
+	md := make(map[string]string, len(pi.Metadata))
+	for k, v := range pi.Metadata {
+		md[k] = v
+	}
+	return &provider.Intent{
+		ID:               pi.ID,
+		Status:           string(pi.Status),
+		Amount:           pi.Amount,
+		AmountCapturable: pi.AmountCapturable,
+		AmountReceived:   pi.AmountReceived,
+		Currency:         strings.ToLower(string(pi.Currency)),
+		CaptureMethod:    string(pi.CaptureMethod),
+		Metadata:         md,
+	}
+}
