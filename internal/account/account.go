@@ -1,0 +1,192 @@
+// Package account manages tenants: their API keys (random, shown once,
+// stored as a hash) and their provider credentials (encrypted at rest, and
+// never shared between two accounts).
+package account
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/provider"
+)
+
+// ErrCredentialsInUse: another account already holds these provider
+// credentials. Sharing them would let two tenants' provider keys collide.
+var ErrCredentialsInUse = payment.Errorf(payment.CodeCredentialsInUse, "these provider credentials belong to another account")
+
+// Account is a tenant with its decrypted provider secrets.
+type Account struct {
+	ID            string
+	Name          string
+	StripeSecret  string
+	WebhookSecret string
+	CreatedAt     time.Time
+}
+
+// Payer is the account as the payment service sees it.
+func (a Account) Payer() payment.Account {
+	return payment.Account{ID: a.ID, Credentials: provider.Credentials{SecretKey: a.StripeSecret}}
+}
+
+// Row is an account as stored: secrets encrypted.
+type Row struct {
+	ID               string
+	Name             string
+	APIKeyHash       []byte
+	StripeSecretEnc  []byte
+	StripeSecretHMAC []byte
+	WebhookSecretEnc []byte
+	CreatedAt        time.Time
+}
+
+// Store persists accounts.
+type Store interface {
+	AccountInsert(ctx context.Context, r Row) error
+	AccountByAPIKeyHash(ctx context.Context, hash []byte) (Row, error)
+	AccountByID(ctx context.Context, id string) (Row, error)
+}
+
+// Service creates and authenticates accounts.
+type Service struct {
+	store Store
+	aead  cipher.AEAD
+	mac   []byte
+	now   func() time.Time
+}
+
+// NewService takes the 32-byte ENCRYPTION_KEY.
+func NewService(store Store, encryptionKey []byte, now func() time.Time) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("account: store is required")
+	}
+	if len(encryptionKey) != 32 {
+		return nil, errors.New("account: the encryption key must be 32 bytes")
+	}
+	block, err := aes.NewCipher(encryptionKey)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	// A key derived for fingerprints, so the HMAC never reuses the AES key.
+	m := hmac.New(sha256.New, encryptionKey)
+	m.Write([]byte("provider-credential-fingerprint"))
+	return &Service{store: store, aead: aead, mac: m.Sum(nil), now: now}, nil
+}
+
+// Create makes an account and returns it with its API key, shown only now.
+func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret string) (Account, string, error) {
+	var fe []payment.FieldError
+	if strings.TrimSpace(name) == "" || len(name) > 200 {
+		fe = append(fe, payment.FieldError{Field: "name", Message: "is required (at most 200 characters)"})
+	}
+	if !strings.HasPrefix(stripeSecret, "sk_") && !strings.HasPrefix(stripeSecret, "rk_") {
+		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: "must be a Stripe secret key (sk_…)"})
+	}
+	if webhookSecret != "" && !strings.HasPrefix(webhookSecret, "whsec_") {
+		fe = append(fe, payment.FieldError{Field: "webhook_secret", Message: "must be a Stripe webhook signing secret (whsec_…)"})
+	}
+	if len(fe) > 0 {
+		return Account{}, "", &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
+	}
+	apiKey := "psk_" + randomToken(32)
+	a := Account{ID: payment.NewID("acct"), Name: name, StripeSecret: stripeSecret,
+		WebhookSecret: webhookSecret, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
+	row := Row{ID: a.ID, Name: name, APIKeyHash: HashAPIKey(apiKey),
+		StripeSecretEnc: s.seal(stripeSecret), StripeSecretHMAC: s.fingerprint(stripeSecret), CreatedAt: a.CreatedAt}
+	if webhookSecret != "" {
+		row.WebhookSecretEnc = s.seal(webhookSecret)
+	}
+	if err := s.store.AccountInsert(ctx, row); err != nil {
+		return Account{}, "", err
+	}
+	return a, apiKey, nil
+}
+
+// Authenticate finds the account of an API key.
+func (s *Service) Authenticate(ctx context.Context, apiKey string) (Account, error) {
+	if apiKey == "" {
+		return Account{}, payment.ErrNotFound
+	}
+	row, err := s.store.AccountByAPIKeyHash(ctx, HashAPIKey(apiKey))
+	if err != nil {
+		return Account{}, err
+	}
+	return s.open(row)
+}
+
+// Get returns an account by id.
+func (s *Service) Get(ctx context.Context, id string) (Account, error) {
+	row, err := s.store.AccountByID(ctx, id)
+	if err != nil {
+		return Account{}, err
+	}
+	return s.open(row)
+}
+
+func (s *Service) open(r Row) (Account, error) {
+	a := Account{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
+	var err error
+	if a.StripeSecret, err = s.unseal(r.StripeSecretEnc); err != nil {
+		return Account{}, fmt.Errorf("account %s: decrypt provider secret: %w", r.ID, err)
+	}
+	if r.WebhookSecretEnc != nil {
+		if a.WebhookSecret, err = s.unseal(r.WebhookSecretEnc); err != nil {
+			return Account{}, fmt.Errorf("account %s: decrypt webhook secret: %w", r.ID, err)
+		}
+	}
+	return a, nil
+}
+
+// HashAPIKey is what is stored for an API key. The key has 256 random bits,
+// so a fast hash is enough.
+func HashAPIKey(k string) []byte {
+	h := sha256.Sum256([]byte(k))
+	return h[:]
+}
+
+func (s *Service) fingerprint(secret string) []byte {
+	m := hmac.New(sha256.New, s.mac)
+	m.Write([]byte(secret))
+	return m.Sum(nil)
+}
+
+func (s *Service) seal(plain string) []byte {
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		panic(err)
+	}
+	return s.aead.Seal(nonce, nonce, []byte(plain), nil)
+}
+
+func (s *Service) unseal(b []byte) (string, error) {
+	n := s.aead.NonceSize()
+	if len(b) < n {
+		return "", errors.New("ciphertext too short")
+	}
+	out, err := s.aead.Open(nil, b[:n], b[n:], nil)
+	return string(out), err
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,107 @@
+// Package metrics holds the Prometheus collectors of the service.
+package metrics
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/provider"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// StatusCounter counts payments by status, read at scrape time.
+type StatusCounter func(ctx context.Context) (map[string]int64, error)
+
+// Metrics implements payment.Metrics and the HTTP instrumentation.
+type Metrics struct {
+	Registry    *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	idem        *prometheus.CounterVec
+	provCalls   *prometheus.CounterVec
+	provLatency *prometheus.HistogramVec
+	transitions *prometheus.CounterVec
+}
+
+var _ payment.Metrics = (*Metrics)(nil)
+
+// New registers every collector on a fresh registry. statuses may be nil.
+func New(statuses StatusCounter) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payments_http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "payments_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+		}, []string{"route"}),
+		idem: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payments_idempotency_outcomes_total",
+			Help: "Idempotency decisions by operation and outcome (new, replayed, in_use, reused, recovered, conflict).",
+		}, []string{"operation", "outcome"}),
+		provCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payments_provider_calls_total", Help: "Provider calls by operation and classified outcome.",
+		}, []string{"operation", "outcome"}),
+		provLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "payments_provider_call_duration_seconds", Help: "Provider call latency by operation.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"operation"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payments_status_transitions_total", Help: "Payment status transitions.",
+		}, []string{"from", "to"}),
+	}
+	m.Registry.MustRegister(m.requests, m.latency, m.idem, m.provCalls, m.provLatency, m.transitions,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if statuses != nil {
+		m.Registry.MustRegister(&statusCollector{count: statuses, desc: prometheus.NewDesc(
+			"payments_by_status", "Payments by current status.", []string{"status"}, nil)})
+	}
+	return m
+}
+
+// Request counts one HTTP request.
+func (m *Metrics) Request(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// Idempotency counts one idempotency decision.
+func (m *Metrics) Idempotency(operation, outcome string) {
+	m.idem.WithLabelValues(operation, outcome).Inc()
+}
+
+// ProviderCall counts one provider call.
+func (m *Metrics) ProviderCall(op payment.Operation, outcome provider.Outcome, d time.Duration) {
+	m.provCalls.WithLabelValues(string(op), string(outcome)).Inc()
+	m.provLatency.WithLabelValues(string(op)).Observe(d.Seconds())
+}
+
+// PaymentTransition counts one status change.
+func (m *Metrics) PaymentTransition(from, to payment.Status) {
+	m.transitions.WithLabelValues(string(from), string(to)).Inc()
+}
+
+type statusCollector struct {
+	count StatusCounter
+	desc  *prometheus.Desc
+}
+
+func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := c.count(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for _, s := range []payment.Status{payment.StatusProcessing, payment.StatusUnknown, payment.StatusAuthorized,
+		payment.StatusCaptured, payment.StatusDeclined, payment.StatusFailed, payment.StatusCanceled} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[string(s)]), string(s))
+	}
+}

@@ -1,0 +1,195 @@
+// Package payment is the domain: payments, their attempts at the provider,
+// the allowed state transitions, and the Service that runs the money path
+// (reserve the client key and write the intent, call the provider outside any
+// transaction with a derived key, record the outcome and the stored response).
+package payment
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Status of a payment.
+type Status string
+
+const (
+	StatusProcessing Status = "processing"
+	StatusUnknown    Status = "unknown"
+	StatusAuthorized Status = "authorized"
+	StatusCaptured   Status = "captured"
+	StatusDeclined   Status = "declined"
+	StatusFailed     Status = "failed"
+	StatusCanceled   Status = "canceled"
+)
+
+// Final reports whether the provider outcome is known.
+func (s Status) Final() bool { return s != StatusProcessing && s != StatusUnknown }
+
+// Live statuses block a second payment for the same order.
+func (s Status) Live() bool {
+	switch s {
+	case StatusProcessing, StatusUnknown, StatusAuthorized, StatusCaptured:
+		return true
+	}
+	return false
+}
+
+// transitions lists every allowed change. Every path (API, retry,
+// reconciler, webhook, admin) goes through CanTransition.
+var transitions = map[Status][]Status{
+	StatusProcessing: {StatusUnknown, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
+	StatusUnknown:    {StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
+	StatusAuthorized: {StatusCaptured, StatusCanceled},
+}
+
+// CanTransition reports whether a payment may move from one status to
+// another. Staying put is not a transition.
+func CanTransition(from, to Status) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Operation names an operation at the provider; it is part of the derived
+// provider key.
+type Operation string
+
+const (
+	OpAuthorize Operation = "autorizar"
+	OpCapture   Operation = "capturar"
+	OpCancel    Operation = "cancelar"
+	OpRefund    Operation = "estornar"
+)
+
+// ProviderKey derives the idempotency key sent to the provider. It is never
+// random: every retry and recovery of an attempt re-sends the same key.
+func ProviderKey(orderID string, op Operation, n int) string {
+	return fmt.Sprintf("%s:%s-v%d", orderID, op, n)
+}
+
+// Payment is one intent to charge for one order.
+type Payment struct {
+	ID                string
+	AccountID         string
+	OrderID           string
+	Attempt           int
+	Amount            int64
+	Currency          string
+	CaptureMethod     string
+	PaymentMethod     string
+	CustomerID        string
+	Description       string
+	Metadata          map[string]string
+	Status            Status
+	ProviderPaymentID string
+	AmountCaptured    int64
+	AmountRefunded    int64
+	FailureCode       string
+	FailureMessage    string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// AttemptStatus is the state of one provider call.
+type AttemptStatus string
+
+const (
+	AttemptProcessing AttemptStatus = "processing"
+	AttemptUnknown    AttemptStatus = "unknown"
+	AttemptSucceeded  AttemptStatus = "succeeded"
+	AttemptDeclined   AttemptStatus = "declined"
+	AttemptFailed     AttemptStatus = "failed"
+)
+
+// Resolved reports whether the attempt's outcome is known.
+func (s AttemptStatus) Resolved() bool { return s != AttemptProcessing && s != AttemptUnknown }
+
+// Attempt is one try at the provider for one operation of a payment.
+type Attempt struct {
+	ID               string
+	AccountID        string
+	PaymentID        string
+	OrderID          string
+	Operation        Operation
+	Number           int
+	ProviderKey      string
+	Status           AttemptStatus
+	Request          json.RawMessage
+	ProviderObjectID string
+	LeaseExpiresAt   *time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// AuditEntry is one line of a payment's audit trail.
+type AuditEntry struct {
+	AccountID string
+	PaymentID string
+	At        time.Time
+	Actor     string
+	Action    string
+	Reason    string
+	Details   map[string]any
+}
+
+// Event is a payment state change for downstream consumers.
+type Event struct {
+	ID        string
+	AccountID string
+	PaymentID string
+	Type      string
+	CreatedAt time.Time
+	Payload   json.RawMessage
+}
+
+// view is the public JSON shape of a payment; field order is fixed so a
+// stored response and a later read of the same state are byte-identical.
+type view struct {
+	ID                string            `json:"id"`
+	Object            string            `json:"object"`
+	OrderID           string            `json:"order_id"`
+	Amount            int64             `json:"amount"`
+	Currency          string            `json:"currency"`
+	CaptureMethod     string            `json:"capture_method"`
+	Status            Status            `json:"status"`
+	Attempt           int               `json:"attempt"`
+	Provider          string            `json:"provider"`
+	ProviderPaymentID *string           `json:"provider_payment_id"`
+	AmountCaptured    int64             `json:"amount_captured"`
+	AmountRefunded    int64             `json:"amount_refunded"`
+	FailureCode       *string           `json:"failure_code"`
+	FailureMessage    *string           `json:"failure_message"`
+	Metadata          map[string]string `json:"metadata"`
+	CreatedAt         string            `json:"created_at"`
+	UpdatedAt         string            `json:"updated_at"`
+}
+
+// MarshalJSON renders the public payment object.
+func (p *Payment) MarshalJSON() ([]byte, error) {
+	md := p.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return json.Marshal(view{
+		ID: p.ID, Object: "payment", OrderID: p.OrderID, Amount: p.Amount, Currency: p.Currency,
+		CaptureMethod: p.CaptureMethod, Status: p.Status, Attempt: p.Attempt, Provider: "stripe",
+		ProviderPaymentID: nullable(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
+		AmountRefunded: p.AmountRefunded, FailureCode: nullable(p.FailureCode),
+		FailureMessage: nullable(p.FailureMessage), Metadata: md,
+		CreatedAt: FormatTime(p.CreatedAt), UpdatedAt: FormatTime(p.UpdatedAt),
+	})
+}
+
+// FormatTime is the one timestamp format of the API.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

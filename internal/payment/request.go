@@ -1,0 +1,197 @@
+package payment
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+var (
+	orderIDPattern       = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	paymentMethodPattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
+	cardNumberPattern    = regexp.MustCompile(`^[0-9]{13,19}$`)
+	currencyPattern      = regexp.MustCompile(`^[A-Za-z]{3}$`)
+	customerIDPattern    = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
+)
+
+// Limits of a create request.
+const (
+	MaxAmount         = 99999999
+	MaxMetadataKeys   = 20
+	MaxMetadataKeyLen = 40
+	MaxMetadataValLen = 500
+	MaxDescriptionLen = 1000
+)
+
+// CreateRequest is a normalized create: defaults applied, currency upper
+// case. Its JSON encoding is canonical (fixed field order, sorted map keys)
+// and is what the fingerprint hashes.
+type CreateRequest struct {
+	OrderID       string            `json:"order_id"`
+	Amount        int64             `json:"amount"`
+	Currency      string            `json:"currency"`
+	PaymentMethod string            `json:"payment_method"`
+	CaptureMethod string            `json:"capture_method"`
+	CustomerID    string            `json:"customer_id,omitempty"`
+	Description   string            `json:"description,omitempty"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+type createBody struct {
+	OrderID       *string            `json:"order_id"`
+	Amount        json.RawMessage    `json:"amount"`
+	Currency      *string            `json:"currency"`
+	PaymentMethod *string            `json:"payment_method"`
+	CaptureMethod *string            `json:"capture_method"`
+	CustomerID    *string            `json:"customer_id"`
+	Description   *string            `json:"description"`
+	Metadata      map[string]*string `json:"metadata"`
+}
+
+// ParseCreateRequest decodes, validates and normalizes a create body. Field
+// problems are reported together; a value that looks like card data is never
+// echoed back.
+func ParseCreateRequest(body []byte) (CreateRequest, error) {
+	var b createBody
+	if err := decodeStrict(body, &b); err != nil {
+		return CreateRequest{}, err
+	}
+	var fe []FieldError
+	bad := func(field, msg string) { fe = append(fe, FieldError{Field: field, Message: msg}) }
+	r := CreateRequest{CaptureMethod: "automatic", Metadata: map[string]string{}}
+
+	switch {
+	case b.OrderID == nil:
+		bad("order_id", "is required")
+	case !orderIDPattern.MatchString(*b.OrderID):
+		bad("order_id", "must match ^[A-Za-z0-9._-]{1,64}$")
+	default:
+		r.OrderID = *b.OrderID
+	}
+
+	if len(b.Amount) == 0 {
+		bad("amount", "is required")
+	} else if n, ok := parseAmount(b.Amount); !ok {
+		bad("amount", fmt.Sprintf("must be an integer from 1 to %d (minor units)", MaxAmount))
+	} else {
+		r.Amount = n
+	}
+
+	switch {
+	case b.Currency == nil:
+		bad("currency", "is required")
+	case !currencyPattern.MatchString(*b.Currency):
+		bad("currency", "must be a three-letter ISO 4217 code")
+	default:
+		r.Currency = strings.ToUpper(*b.Currency)
+	}
+
+	switch {
+	case b.PaymentMethod == nil:
+		bad("payment_method", "is required")
+	case cardNumberPattern.MatchString(*b.PaymentMethod):
+		bad("payment_method", "looks like a card number; send a provider token (pm_…), never card data")
+	case !paymentMethodPattern.MatchString(*b.PaymentMethod):
+		bad("payment_method", "must be a provider token matching ^[A-Za-z0-9_]{1,255}$")
+	default:
+		r.PaymentMethod = *b.PaymentMethod
+	}
+
+	if b.CaptureMethod != nil {
+		switch *b.CaptureMethod {
+		case "automatic", "manual":
+			r.CaptureMethod = *b.CaptureMethod
+		default:
+			bad("capture_method", "must be automatic or manual")
+		}
+	}
+
+	if b.CustomerID != nil {
+		if !customerIDPattern.MatchString(*b.CustomerID) {
+			bad("customer_id", "must match ^[A-Za-z0-9_]{1,255}$")
+		} else {
+			r.CustomerID = *b.CustomerID
+		}
+	}
+
+	if b.Description != nil {
+		if utf8.RuneCountInString(*b.Description) > MaxDescriptionLen {
+			bad("description", fmt.Sprintf("must be at most %d characters", MaxDescriptionLen))
+		} else {
+			r.Description = *b.Description
+		}
+	}
+
+	if len(b.Metadata) > MaxMetadataKeys {
+		bad("metadata", fmt.Sprintf("must have at most %d keys", MaxMetadataKeys))
+	}
+	for k, v := range b.Metadata {
+		switch {
+		case k == "" || utf8.RuneCountInString(k) > MaxMetadataKeyLen:
+			bad("metadata", fmt.Sprintf("keys must be 1 to %d characters", MaxMetadataKeyLen))
+		case v == nil:
+			bad("metadata."+k, "must be a string")
+		case utf8.RuneCountInString(*v) > MaxMetadataValLen:
+			bad("metadata."+k, fmt.Sprintf("must be at most %d characters", MaxMetadataValLen))
+		default:
+			r.Metadata[k] = *v
+		}
+	}
+
+	if len(fe) > 0 {
+		return CreateRequest{}, &Error{Code: CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
+	}
+	return r, nil
+}
+
+// parseAmount accepts any JSON number encoding an integer (2000, 2e3,
+// 2000.0), never a string.
+func parseAmount(raw json.RawMessage) (int64, bool) {
+	n := string(raw)
+	if v, err := strconv.ParseInt(n, 10, 64); err == nil {
+		return v, v >= 1 && v <= MaxAmount
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil || f != math.Trunc(f) || f < 1 || f > MaxAmount {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// decodeStrict decodes exactly one JSON object, refusing unknown fields.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return &Error{Code: CodeInvalidRequest, Message: describeJSONError(err)}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &Error{Code: CodeInvalidRequest, Message: "the body must be a single JSON object"}
+	}
+	return nil
+}
+
+// describeJSONError explains a decoding error without quoting the input.
+func describeJSONError(err error) string {
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &ute):
+		return fmt.Sprintf("field %q has the wrong type", ute.Field)
+	case errors.As(err, &se):
+		return "the body is not valid JSON"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body must be a JSON object"
+	}
+	return "the body is not a valid request"
+}

@@ -1,0 +1,266 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/jackc/pgx/v5"
+)
+
+// PaymentStore implements payment.Store.
+type PaymentStore struct{ db *DB }
+
+// NewPaymentStore returns the payment store on db.
+func NewPaymentStore(db *DB) *PaymentStore { return &PaymentStore{db: db} }
+
+var _ payment.Store = (*PaymentStore)(nil)
+
+// WithTx runs fn in one READ COMMITTED transaction: each statement sees
+// rows committed before it started, which is what lets a request that lost
+// the race for a key read the winner's record after waiting on its lock.
+func (s *PaymentStore) WithTx(ctx context.Context, fn func(payment.Tx) error) error {
+	return withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		return fn(&paymentTx{q: s.db.q.WithTx(tx)})
+	})
+}
+
+// KeyGet reads a key record without a lock: the replay fast path.
+func (s *PaymentStore) KeyGet(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
+	row, err := s.db.q.IdempotencyKeyGet(ctx, dbsqlc.IdempotencyKeyGetParams{
+		AccountID: sc.AccountID, Operation: sc.Operation, KeyHash: sc.KeyHash})
+	if err != nil {
+		return idempotency.Record{}, translate(err)
+	}
+	return keyFromRow(row), nil
+}
+
+// PaymentGet returns one of the account's payments.
+func (s *PaymentStore) PaymentGet(ctx context.Context, accountID, id string) (*payment.Payment, error) {
+	row, err := s.db.q.PaymentGetByID(ctx, dbsqlc.PaymentGetByIDParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return paymentFromRow(row)
+}
+
+// PaymentListByOrder returns the account's payments of an order, oldest first.
+func (s *PaymentStore) PaymentListByOrder(ctx context.Context, accountID, orderID string, limit int) ([]*payment.Payment, error) {
+	rows, err := s.db.q.PaymentListByOrder(ctx, dbsqlc.PaymentListByOrderParams{
+		AccountID: accountID, OrderID: orderID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*payment.Payment, 0, len(rows))
+	for _, r := range rows {
+		p, err := paymentFromRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// PaymentLiveByOrder returns the order's live payment.
+func (s *PaymentStore) PaymentLiveByOrder(ctx context.Context, accountID, orderID string) (*payment.Payment, error) {
+	row, err := s.db.q.PaymentGetLiveByOrder(ctx, dbsqlc.PaymentGetLiveByOrderParams{AccountID: accountID, OrderID: orderID})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return paymentFromRow(row)
+}
+
+type paymentTx struct{ q *dbsqlc.Queries }
+
+func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (bool, error) {
+	_, err := t.q.IdempotencyKeyReserve(ctx, dbsqlc.IdempotencyKeyReserveParams{
+		AccountID: r.Scope.AccountID, Operation: r.Scope.Operation, KeyHash: r.Scope.KeyHash,
+		Fingerprint: r.Fingerprint, LeaseExpiresAt: &r.LeaseUntil,
+		PaymentID: strPtr(r.PaymentID), AttemptID: strPtr(r.AttemptID), Now: r.Now,
+	})
+	if err == pgx.ErrNoRows {
+		return false, nil
+	}
+	return err == nil, translate(err)
+}
+
+func (t *paymentTx) KeyLock(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
+	row, err := t.q.IdempotencyKeyGetForUpdate(ctx, dbsqlc.IdempotencyKeyGetForUpdateParams{
+		AccountID: sc.AccountID, Operation: sc.Operation, KeyHash: sc.KeyHash})
+	if err != nil {
+		return idempotency.Record{}, translate(err)
+	}
+	return keyFromRow(row), nil
+}
+
+func (t *paymentTx) KeyTakeLease(ctx context.Context, id int64, until, now time.Time) error {
+	return translate(t.q.IdempotencyKeyTakeLease(ctx, dbsqlc.IdempotencyKeyTakeLeaseParams{ID: id, LeaseExpiresAt: &until, Now: now}))
+}
+
+func (t *paymentTx) KeyMarkUnknown(ctx context.Context, id int64, now time.Time) error {
+	return translate(t.q.IdempotencyKeyMarkUnknown(ctx, dbsqlc.IdempotencyKeyMarkUnknownParams{ID: id, Now: now}))
+}
+
+func (t *paymentTx) KeyComplete(ctx context.Context, id int64, status int, body []byte, now time.Time) error {
+	st := int32(status)
+	return translate(t.q.IdempotencyKeyComplete(ctx, dbsqlc.IdempotencyKeyCompleteParams{
+		ID: id, ResponseStatus: &st, ResponseBody: body, Now: &now}))
+}
+
+func (t *paymentTx) NextAttemptNumber(ctx context.Context, accountID, orderID string, op payment.Operation) (int, error) {
+	n, err := t.q.AttemptNextNumber(ctx, dbsqlc.AttemptNextNumberParams{AccountID: accountID, OrderID: orderID, Operation: string(op)})
+	return int(n), translate(err)
+}
+
+func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error {
+	md, err := json.Marshal(nonNil(p.Metadata))
+	if err != nil {
+		return err
+	}
+	_, err = t.q.PaymentInsert(ctx, dbsqlc.PaymentInsertParams{
+		ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Attempt: int32(p.Attempt),
+		Amount: p.Amount, Currency: p.Currency, CaptureMethod: p.CaptureMethod,
+		PaymentMethod: p.PaymentMethod, CustomerID: p.CustomerID, Description: p.Description,
+		Metadata: md, Status: string(p.Status), Now: p.CreatedAt,
+	})
+	return translate(err)
+}
+
+func (t *paymentTx) PaymentLock(ctx context.Context, accountID, id string) (*payment.Payment, error) {
+	row, err := t.q.PaymentGetByIDForUpdate(ctx, dbsqlc.PaymentGetByIDForUpdateParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return paymentFromRow(row)
+}
+
+func (t *paymentTx) PaymentUpdate(ctx context.Context, p *payment.Payment) error {
+	_, err := t.q.PaymentUpdateState(ctx, dbsqlc.PaymentUpdateStateParams{
+		ID: p.ID, Status: string(p.Status), Attempt: int32(p.Attempt),
+		ProviderPaymentID: strPtr(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
+		AmountRefunded: p.AmountRefunded, FailureCode: strPtr(p.FailureCode),
+		FailureMessage: strPtr(p.FailureMessage), Now: p.UpdatedAt,
+	})
+	return translate(err)
+}
+
+func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error {
+	_, err := t.q.AttemptInsert(ctx, dbsqlc.AttemptInsertParams{
+		ID: a.ID, AccountID: a.AccountID, PaymentID: a.PaymentID, OrderID: a.OrderID,
+		Operation: string(a.Operation), Number: int32(a.Number), ProviderKey: a.ProviderKey,
+		Request: a.Request, LeaseExpiresAt: a.LeaseExpiresAt, Now: a.CreatedAt,
+	})
+	return translate(err)
+}
+
+func (t *paymentTx) AttemptGet(ctx context.Context, id string) (*payment.Attempt, error) {
+	row, err := t.q.AttemptGetByID(ctx, id)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return attemptFromRow(row), nil
+}
+
+func (t *paymentTx) AttemptSetLease(ctx context.Context, id string, until, now time.Time) error {
+	return translate(t.q.AttemptSetLease(ctx, dbsqlc.AttemptSetLeaseParams{ID: id, LeaseExpiresAt: &until, Now: now}))
+}
+
+func (t *paymentTx) AttemptUpdateOutcome(ctx context.Context, a *payment.Attempt) error {
+	_, err := t.q.AttemptUpdateOutcome(ctx, dbsqlc.AttemptUpdateOutcomeParams{
+		ID: a.ID, Status: string(a.Status), ProviderObjectID: strPtr(a.ProviderObjectID), Now: a.UpdatedAt})
+	return translate(err)
+}
+
+func (t *paymentTx) AuditInsert(ctx context.Context, e payment.AuditEntry) error {
+	details, err := json.Marshal(e.Details)
+	if err != nil {
+		return err
+	}
+	return translate(t.q.AuditInsert(ctx, dbsqlc.AuditInsertParams{
+		AccountID: e.AccountID, PaymentID: e.PaymentID, At: e.At, Actor: e.Actor,
+		Action: e.Action, Reason: e.Reason, Details: details}))
+}
+
+func (t *paymentTx) EventInsert(ctx context.Context, e payment.Event) error {
+	return translate(t.q.EventInsert(ctx, dbsqlc.EventInsertParams{
+		ID: e.ID, AccountID: e.AccountID, PaymentID: e.PaymentID, Type: e.Type,
+		Payload: e.Payload, CreatedAt: e.CreatedAt}))
+}
+
+func keyFromRow(r dbsqlc.IdempotencyKey) idempotency.Record {
+	rec := idempotency.Record{
+		ID:          r.ID,
+		Scope:       idempotency.Scope{AccountID: r.AccountID, Operation: r.Operation, KeyHash: r.KeyHash},
+		Fingerprint: r.Fingerprint, State: idempotency.State(r.State), LeaseExpiresAt: r.LeaseExpiresAt,
+		ResponseBody: r.ResponseBody, PaymentID: deref(r.PaymentID), AttemptID: deref(r.AttemptID),
+		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, Purged: r.PurgedAt != nil,
+	}
+	if r.ResponseStatus != nil {
+		rec.ResponseStatus = int(*r.ResponseStatus)
+	}
+	return rec
+}
+
+func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
+	md := map[string]string{}
+	if err := json.Unmarshal(r.Metadata, &md); err != nil {
+		return nil, err
+	}
+	return &payment.Payment{
+		ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt),
+		Amount: r.Amount, Currency: r.Currency, CaptureMethod: r.CaptureMethod,
+		PaymentMethod: r.PaymentMethod, CustomerID: r.CustomerID, Description: r.Description,
+		Metadata: md, Status: payment.Status(r.Status), ProviderPaymentID: deref(r.ProviderPaymentID),
+		AmountCaptured: r.AmountCaptured, AmountRefunded: r.AmountRefunded,
+		FailureCode: deref(r.FailureCode), FailureMessage: deref(r.FailureMessage),
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}, nil
+}
+
+func attemptFromRow(r dbsqlc.Attempt) *payment.Attempt {
+	return &payment.Attempt{
+		ID: r.ID, AccountID: r.AccountID, PaymentID: r.PaymentID, OrderID: r.OrderID,
+		Operation: payment.Operation(r.Operation), Number: int(r.Number), ProviderKey: r.ProviderKey,
+		Status: payment.AttemptStatus(r.Status), Request: r.Request,
+		ProviderObjectID: deref(r.ProviderObjectID), LeaseExpiresAt: r.LeaseExpiresAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// CountByStatus counts payments by status, for metrics.
+func (s *PaymentStore) CountByStatus(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.db.q.PaymentCountByStatus(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}

@@ -1,0 +1,36 @@
+-- name: PaymentInsert :one
+INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
+                      customer_id, description, metadata, status, created_at, updated_at)
+VALUES (@id, @account_id, @order_id, @attempt, @amount, @currency, @capture_method, @payment_method,
+        @customer_id, @description, @metadata, @status, @now, @now)
+RETURNING *;
+
+-- name: PaymentGetByID :one
+SELECT * FROM payments WHERE account_id = @account_id AND id = @id;
+
+-- Serializes every state change of one payment: the outcome of a provider
+-- call, the reconciler and webhooks all go through this lock.
+-- name: PaymentGetByIDForUpdate :one
+SELECT * FROM payments WHERE account_id = @account_id AND id = @id FOR UPDATE;
+
+-- name: PaymentListByOrder :many
+SELECT * FROM payments
+WHERE account_id = @account_id AND order_id = @order_id
+ORDER BY created_at, attempt
+LIMIT @max_rows;
+
+-- name: PaymentGetLiveByOrder :one
+SELECT * FROM payments
+WHERE account_id = @account_id AND order_id = @order_id
+  AND status IN ('processing', 'unknown', 'authorized', 'captured');
+
+-- name: PaymentUpdateState :one
+UPDATE payments
+SET status = @status, attempt = @attempt, provider_payment_id = @provider_payment_id,
+    amount_captured = @amount_captured, amount_refunded = @amount_refunded,
+    failure_code = @failure_code, failure_message = @failure_message, updated_at = @now
+WHERE id = @id
+RETURNING *;
+
+-- name: PaymentCountByStatus :many
+SELECT status, count(*) AS n FROM payments GROUP BY status;
