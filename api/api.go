@@ -1,0 +1,92 @@
+// Package api is the HTTP surface: chi routes, middleware, handlers, and the
+// one place where domain error codes become HTTP statuses and problem+json.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/metrics"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Readiness reports whether the service can take traffic.
+type Readiness interface {
+	Ready(ctx context.Context) error
+}
+
+// Config wires a Server.
+type Config struct {
+	Payments *payment.Service
+	Accounts *account.Service
+	Ready    Readiness
+	Metrics  *metrics.Metrics
+	Logger   *slog.Logger
+	// AdminToken enables /admin/v1; empty disables it (404).
+	AdminToken string
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	payments   *payment.Service
+	accounts   *account.Service
+	ready      Readiness
+	metrics    *metrics.Metrics
+	log        *slog.Logger
+	adminToken string
+}
+
+// New checks every dependency.
+func New(c Config) (*Server, error) {
+	if c.Payments == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil {
+		return nil, errors.New("api: payments, accounts, readiness, metrics and logger are required")
+	}
+	return &Server{payments: c.Payments, accounts: c.Accounts, ready: c.Ready,
+		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken}, nil
+}
+
+// Handler returns the routes with their middleware stack.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.requestID, s.accessLog, s.recoverPanic)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, payment.Errorf(codeMethodNotAllowed, "method not allowed on this resource"))
+	})
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{}))
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Post("/payments", s.createPayment)
+		r.Get("/payments", s.listPayments)
+		r.Get("/payments/{id}", s.getPayment)
+	})
+	r.Route("/admin/v1", func(r chi.Router) {
+		r.Use(s.adminOnly)
+		r.Post("/accounts", s.createAccount)
+	})
+	return r
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.ready.Ready(r.Context()); err != nil {
+		s.log.WarnContext(r.Context(), "not ready", slog.String("error", err.Error()))
+		s.writeError(w, r, payment.Errorf(payment.CodeUnavailable, "not ready"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

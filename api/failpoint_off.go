@@ -1,0 +1,6 @@
+//go:build !failpoints
+
+package api
+
+// failpoint is a no-op outside crash-test builds.
+func failpoint(string) {}

@@ -1,0 +1,140 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/logging"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/go-chi/chi/v5"
+)
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestID takes a well-formed X-Request-Id from the caller or makes one.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !requestIDPattern.MatchString(id) {
+			b := make([]byte, 12)
+			_, _ = rand.Read(b)
+			id = "req_" + hex.EncodeToString(b)
+		}
+		w.Header().Set("X-Request-Id", id)
+		ctx := logging.WithFields(r.Context(), &logging.Fields{RequestID: id})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// accessLog writes one line per request and counts it. It logs the route
+// pattern, never the URL's query or any header value.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		d := time.Since(start)
+		s.metrics.Request(route, r.Method, rec.status, d)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("route", route),
+			slog.Int("status", rec.status), slog.Float64("duration_ms", float64(d.Microseconds())/1000))
+	})
+}
+
+func (s *Server) recoverPanic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type accountKey struct{}
+
+func accountFrom(r *http.Request) account.Account {
+	a, _ := r.Context().Value(accountKey{}).(account.Account)
+	return a
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// authenticate resolves the API key to its account; everything under /v1
+// is scoped to it.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, err := s.accounts.Authenticate(r.Context(), bearer(r))
+		if err != nil {
+			if payment.ErrorCode(err) == payment.CodeNotFound {
+				err = payment.Errorf(payment.CodeUnauthorized, "missing or invalid API key")
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, a)))
+	})
+}
+
+// adminOnly guards /admin/v1 with ADMIN_TOKEN; unset, the admin API does
+// not exist.
+func (s *Server) adminOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.adminToken == "" {
+			s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(bearer(r)), []byte(s.adminToken)) != 1 {
+			s.writeError(w, r, payment.Errorf(payment.CodeUnauthorized, "missing or invalid admin token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

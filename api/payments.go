@@ -1,0 +1,143 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/logging"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/go-chi/chi/v5"
+)
+
+// maxBody bounds every request body.
+const maxBody = 64 << 10
+
+// retryAfterUnknown is what a 202 asks the client to wait before retrying.
+const retryAfterUnknown = "2"
+
+// readJSON checks the media type and the size; both are rejected before
+// anything is reserved, so the caller may fix the request and reuse its key.
+func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, payment.Errorf(payment.CodeUnsupportedMediaType, "send the body as application/json")
+	}
+	if r.ContentLength > maxBody {
+		return nil, payment.Errorf(payment.CodeRequestTooLarge, "the body must be at most %d bytes", maxBody)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, payment.Errorf(payment.CodeRequestTooLarge, "the body must be at most %d bytes", maxBody)
+	case err != nil:
+		return nil, payment.Errorf(payment.CodeInvalidRequest, "the body could not be read")
+	}
+	return body, nil
+}
+
+// idempotencyKey parses the header and puts its hash on the request's logs.
+func idempotencyKey(r *http.Request) (string, error) {
+	key, err := idempotency.ParseKey(r.Header.Get("Idempotency-Key"))
+	switch {
+	case errors.Is(err, idempotency.ErrKeyMissing):
+		return "", payment.Errorf(payment.CodeIdempotencyKeyMissing, "this request needs an Idempotency-Key header")
+	case err != nil:
+		return "", payment.Errorf(payment.CodeIdempotencyKeyInvalid, "the Idempotency-Key must be 1 to 255 visible ASCII characters")
+	}
+	logging.SetKeyHash(r.Context(), idempotency.HashKey(key))
+	return key, nil
+}
+
+// writeStored writes an idempotent result: a replay is the stored status
+// and body, byte for byte.
+func writeStored(w http.ResponseWriter, resp idempotency.Response) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if resp.Replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	if resp.Status == http.StatusAccepted {
+		h.Set("Retry-After", retryAfterUnknown)
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+func (s *Server) createPayment(w http.ResponseWriter, r *http.Request) {
+	body, err := readJSON(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := payment.ParseCreateRequest(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp, err := s.payments.Create(r.Context(), accountFrom(r).Payer(), key, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// A crash here leaves a committed outcome and an unanswered client: the
+	// retry must get the stored response.
+	failpoint("before-response")
+	writeStored(w, resp)
+}
+
+func (s *Server) getPayment(w http.ResponseWriter, r *http.Request) {
+	p, err := s.payments.Get(r.Context(), accountFrom(r).ID, chi.URLParam(r, "id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// list is the envelope of every list.
+type list[T any] struct {
+	Object  string `json:"object"`
+	Data    []T    `json:"data"`
+	HasMore bool   `json:"has_more"`
+}
+
+const maxList = 100
+
+func (s *Server) listPayments(w http.ResponseWriter, r *http.Request) {
+	orderID := r.URL.Query().Get("order_id")
+	if orderID == "" {
+		s.writeError(w, r, &payment.Error{Code: payment.CodeInvalidRequest, Message: "order_id is required",
+			Fields: []payment.FieldError{{Field: "order_id", Message: "is required"}}})
+		return
+	}
+	limit := maxList
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxList {
+			s.writeError(w, r, &payment.Error{Code: payment.CodeInvalidRequest, Message: "limit must be 1 to 100",
+				Fields: []payment.FieldError{{Field: "limit", Message: "must be 1 to 100"}}})
+			return
+		}
+		limit = n
+	}
+	ps, err := s.payments.ListByOrder(r.Context(), accountFrom(r).ID, orderID, limit+1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	more := len(ps) > limit
+	if more {
+		ps = ps[:limit]
+	}
+	writeJSON(w, http.StatusOK, list[*payment.Payment]{Object: "list", Data: ps, HasMore: more})
+}

@@ -1,0 +1,85 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/acmepay/payments/internal/logging"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres"
+)
+
+const codeMethodNotAllowed payment.Code = "method_not_allowed"
+
+// statusOf is the only map from domain codes to HTTP statuses.
+var statusOf = map[payment.Code]int{
+	payment.CodeIdempotencyKeyMissing: http.StatusBadRequest,
+	payment.CodeIdempotencyKeyInvalid: http.StatusBadRequest,
+	payment.CodeInvalidRequest:        http.StatusBadRequest,
+	payment.CodeUnauthorized:          http.StatusUnauthorized,
+	payment.CodeNotFound:              http.StatusNotFound,
+	codeMethodNotAllowed:              http.StatusMethodNotAllowed,
+	payment.CodeIdempotencyKeyInUse:   http.StatusConflict,
+	payment.CodeOrderHasActivePayment: http.StatusConflict,
+	payment.CodeInvalidState:          http.StatusConflict,
+	payment.CodeRefundExceedsCaptured: http.StatusConflict,
+	payment.CodeOutcomeUnknown:        http.StatusConflict,
+	payment.CodeCredentialsInUse:      http.StatusConflict,
+	payment.CodeRequestTooLarge:       http.StatusRequestEntityTooLarge,
+	payment.CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
+	payment.CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,
+	payment.CodeUnavailable:           http.StatusServiceUnavailable,
+	payment.CodeInternal:              http.StatusInternalServerError,
+}
+
+// problem is an RFC 9457 problem document.
+type problem struct {
+	Type      string               `json:"type"`
+	Title     string               `json:"title"`
+	Status    int                  `json:"status"`
+	Detail    string               `json:"detail"`
+	Code      payment.Code         `json:"code"`
+	RequestID string               `json:"request_id"`
+	Errors    []payment.FieldError `json:"errors,omitempty"`
+	PaymentID string               `json:"payment_id,omitempty"`
+}
+
+// writeError is the only writer of problem+json. Unexpected errors are
+// logged with the request id and never shown.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *payment.Error
+	switch {
+	case errors.As(err, &e):
+	case errors.Is(err, postgres.ErrUnavailable):
+		s.log.ErrorContext(r.Context(), "database unavailable", slog.String("error", err.Error()))
+		e = payment.Errorf(payment.CodeUnavailable, "the service is temporarily unavailable; retry with the same Idempotency-Key")
+	default:
+		s.log.ErrorContext(r.Context(), "internal error", slog.String("error", err.Error()))
+		e = payment.Errorf(payment.CodeInternal, "internal error; retry with the same Idempotency-Key")
+	}
+	status, ok := statusOf[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	switch e.Code {
+	case payment.CodeIdempotencyKeyInUse:
+		w.Header().Set("Retry-After", "1")
+	case payment.CodeUnavailable:
+		w.Header().Set("Retry-After", "2")
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(problem{
+		Type: "https://docs.acmepay.dev/problems/" + string(e.Code), Title: http.StatusText(status),
+		Status: status, Detail: e.Message, Code: e.Code, RequestID: logging.RequestID(r.Context()),
+		Errors: e.Fields, PaymentID: e.PaymentID,
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/acmepay/payments/internal/logging"
+)
+
+// config is every setting, read from the environment.
+type config struct {
+	DatabaseURL          string
+	HTTPAddr             string
+	AdminToken           string
+	StripeAPIBase        string
+	EncryptionKey        []byte
+	ProviderTimeout      time.Duration
+	InProgressLease      time.Duration
+	ProviderKeyRetention time.Duration
+	ResponseTTL          time.Duration
+	TombstoneTTL         time.Duration
+	ReconcileInterval    time.Duration
+	ReconcileAfter       time.Duration
+	ProviderSearchGrace  time.Duration
+	PurgeInterval        time.Duration
+	LogLevel             slog.Level
+}
+
+// loadConfig returns the first bad or missing setting as one clear error.
+func loadConfig(getenv func(string) string) (config, error) {
+	c := config{
+		DatabaseURL:   getenv("DATABASE_URL"),
+		HTTPAddr:      getenv("HTTP_ADDR"),
+		AdminToken:    getenv("ADMIN_TOKEN"),
+		StripeAPIBase: getenv("STRIPE_API_BASE"),
+	}
+	if c.DatabaseURL == "" {
+		return c, fmt.Errorf("DATABASE_URL is required (for example postgres://postgres@127.0.0.1:5432/payments)")
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = ":8080"
+	}
+	raw := getenv("ENCRYPTION_KEY")
+	if raw == "" {
+		return c, fmt.Errorf("ENCRYPTION_KEY is required: base64 of 32 random bytes (openssl rand -base64 32)")
+	}
+	key, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil || len(key) != 32 {
+		return c, fmt.Errorf("ENCRYPTION_KEY must be base64 of exactly 32 bytes (openssl rand -base64 32)")
+	}
+	c.EncryptionKey = key
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+		def  time.Duration
+	}{
+		{"PROVIDER_TIMEOUT", &c.ProviderTimeout, 10 * time.Second},
+		{"IN_PROGRESS_LEASE", &c.InProgressLease, 30 * time.Second},
+		{"PROVIDER_KEY_RETENTION", &c.ProviderKeyRetention, 24 * time.Hour},
+		{"IDEMPOTENCY_RESPONSE_TTL", &c.ResponseTTL, 72 * time.Hour},
+		{"IDEMPOTENCY_TOMBSTONE_TTL", &c.TombstoneTTL, 9600 * time.Hour},
+		{"RECONCILE_INTERVAL", &c.ReconcileInterval, 30 * time.Second},
+		{"RECONCILE_AFTER", &c.ReconcileAfter, 15 * time.Second},
+		{"PROVIDER_SEARCH_GRACE", &c.ProviderSearchGrace, 5 * time.Minute},
+		{"PURGE_INTERVAL", &c.PurgeInterval, time.Hour},
+	} {
+		*d.dst = d.def
+		v := getenv(d.name)
+		if v == "" {
+			continue
+		}
+		parsed, err := time.ParseDuration(v)
+		if err != nil || parsed <= 0 {
+			return c, fmt.Errorf("%s must be a positive Go duration such as 30s or 72h, not %q", d.name, v)
+		}
+		*d.dst = parsed
+	}
+	if c.InProgressLease <= c.ProviderTimeout {
+		return c, fmt.Errorf("IN_PROGRESS_LEASE (%s) must be longer than PROVIDER_TIMEOUT (%s)", c.InProgressLease, c.ProviderTimeout)
+	}
+	if c.TombstoneTTL < c.ResponseTTL {
+		return c, fmt.Errorf("IDEMPOTENCY_TOMBSTONE_TTL (%s) must not be shorter than IDEMPOTENCY_RESPONSE_TTL (%s)", c.TombstoneTTL, c.ResponseTTL)
+	}
+	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
+		return c, err
+	}
+	return c, nil
+}

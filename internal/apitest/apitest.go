@@ -1,0 +1,350 @@
+// Package apitest is the shared harness of the HTTP tests: a fresh database,
+// the provider simulator in-process, any number of service instances on that
+// database, a movable clock, captured logs, and a client that validates every
+// response against openapi.yaml.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acmepay/payments/api"
+	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/logging"
+	"github.com/acmepay/payments/internal/metrics"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/postgres/postgrestest"
+	"github.com/acmepay/payments/internal/provider/providersim"
+	"github.com/acmepay/payments/internal/provider/stripe"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+)
+
+// EncryptionKey is the test ENCRYPTION_KEY (32 bytes).
+var EncryptionKey = []byte("0123456789abcdef0123456789abcdef")
+
+// AdminToken is the test ADMIN_TOKEN.
+const AdminToken = "admin-token-for-tests-0b9f"
+
+// Clock is a movable clock: real time plus an offset, so timeouts behave
+// and tests can jump past leases and retention windows.
+type Clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now returns the current test time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// Options tune an Env; zero values take test defaults.
+type Options struct {
+	ProviderTimeout time.Duration
+	Lease           time.Duration
+	KeyRetention    time.Duration
+	SearchGrace     time.Duration
+}
+
+// Env is one test's world.
+type Env struct {
+	T       testing.TB
+	DB      *postgres.DB
+	DBURL   string
+	Sim     *providersim.Server
+	SimURL  string
+	Clock   *Clock
+	Logs    *SyncBuffer
+	Opts    Options
+	Account account.Account
+	APIKey  string
+	// URL is the first service instance.
+	URL string
+	// Metrics of the first instance.
+	Metrics *metrics.Metrics
+	// Counter counts the first instance's database round trips.
+	Counter  *postgres.Counter
+	Accounts *account.Service
+	Payments *payment.Service
+
+	doc    *openapi3.T
+	router routers.Router
+}
+
+// New builds an Env with one service instance and one account.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	if opts.ProviderTimeout == 0 {
+		opts.ProviderTimeout = 3 * time.Second
+	}
+	if opts.Lease == 0 {
+		opts.Lease = 10 * time.Second
+	}
+	e := &Env{T: t, Clock: &Clock{}, Logs: &SyncBuffer{}, Opts: opts, Counter: &postgres.Counter{}}
+	e.DBURL = postgrestest.URL(t)
+	db, err := postgres.Open(context.Background(), e.DBURL)
+	if err != nil {
+		t.Fatalf("open database: %v", err)
+	}
+	t.Cleanup(db.Close)
+	e.DB = db
+	e.Sim = providersim.New(providersim.Options{Now: e.Clock.Now})
+	simSrv := httptest.NewServer(e.Sim)
+	t.Cleanup(simSrv.Close)
+	t.Cleanup(e.Sim.ClearFaults)
+	e.SimURL = simSrv.URL
+	e.loadSpec()
+	e.URL, e.Payments, e.Metrics = e.StartInstance()
+	e.Account, e.APIKey = e.CreateAccount("Loja Um", "sk_test_"+strings.ReplaceAll(t.Name(), "/", "_"))
+	return e
+}
+
+// Logger is the JSON logger every instance writes to the captured buffer.
+func (e *Env) Logger() *slog.Logger { return logging.New(e.Logs, slog.LevelDebug) }
+
+// StartInstance starts another service instance on the same database, with
+// its own pool, and returns its URL.
+func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
+	t := e.T
+	var opts []postgres.Option
+	if e.URL == "" {
+		opts = append(opts, postgres.WithCounter(e.Counter))
+	}
+	db, err := postgres.Open(context.Background(), e.DBURL, opts...)
+	if err != nil {
+		t.Fatalf("open database: %v", err)
+	}
+	t.Cleanup(db.Close)
+	store := postgres.NewPaymentStore(db)
+	m := metrics.New(store.CountByStatus)
+	log := e.Logger()
+	svc, err := payment.NewService(payment.Config{
+		Store:    store,
+		Provider: stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log}),
+		Logger:   log, Metrics: m, Now: e.Clock.Now,
+		ProviderTimeout: e.Opts.ProviderTimeout, Lease: e.Opts.Lease,
+		KeyRetention: e.Opts.KeyRetention, SearchGrace: e.Opts.SearchGrace,
+	})
+	if err != nil {
+		t.Fatalf("payment service: %v", err)
+	}
+	accounts, err := account.NewService(postgres.NewAccountStore(db), EncryptionKey, e.Clock.Now)
+	if err != nil {
+		t.Fatalf("account service: %v", err)
+	}
+	if e.Accounts == nil {
+		e.Accounts = accounts
+	}
+	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken})
+	if err != nil {
+		t.Fatalf("api: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL, svc, m
+}
+
+// CreateAccount makes an account with the given provider secret.
+func (e *Env) CreateAccount(name, secret string) (account.Account, string) {
+	a, key, err := e.Accounts.Create(context.Background(), name, secret, "")
+	if err != nil {
+		e.T.Fatalf("create account: %v", err)
+	}
+	return a, key
+}
+
+func (e *Env) loadSpec() {
+	root, err := moduleRoot()
+	if err != nil {
+		e.T.Fatalf("module root: %v", err)
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile(filepath.Join(root, "openapi.yaml"))
+	if err != nil {
+		e.T.Fatalf("load openapi.yaml: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		e.T.Fatalf("openapi.yaml is invalid: %v", err)
+	}
+	// Match requests by path only, whatever host the test server has.
+	doc.Servers = nil
+	r, err := legacy.NewRouter(doc)
+	if err != nil {
+		e.T.Fatalf("openapi router: %v", err)
+	}
+	e.doc, e.router = doc, r
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", os.ErrNotExist
+		}
+		dir = parent
+	}
+}
+
+// Response is a finished HTTP exchange.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map.
+func (r *Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("decode %d body %q: %v", r.Status, r.Body, err)
+	}
+	return m
+}
+
+// Code is the problem code of an error response.
+func (r *Response) Code(t testing.TB) string {
+	t.Helper()
+	c, _ := r.JSON(t)["code"].(string)
+	return c
+}
+
+// Request describes one call.
+type Request struct {
+	Method  string
+	Path    string
+	Key     string // Idempotency-Key; "" sends none
+	Body    string
+	Bearer  string // defaults to the Env's API key
+	Headers map[string]string
+	BaseURL string // defaults to the first instance
+}
+
+// Do performs the request, validates the response against openapi.yaml and
+// returns it. A transport error fails the test.
+func (e *Env) Do(r Request) *Response {
+	e.T.Helper()
+	resp, err := e.TryDo(r)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", r.Method, r.Path, err)
+	}
+	return resp
+}
+
+// TryDo is Do that returns transport errors.
+func (e *Env) TryDo(r Request) (*Response, error) {
+	base := r.BaseURL
+	if base == "" {
+		base = e.URL
+	}
+	var body io.Reader
+	if r.Body != "" {
+		body = strings.NewReader(r.Body)
+	}
+	req, err := http.NewRequest(r.Method, base+r.Path, body)
+	if err != nil {
+		return nil, err
+	}
+	if r.Body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	bearer := r.Bearer
+	if bearer == "" {
+		bearer = e.APIKey
+	}
+	if bearer != "-" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if r.Key != "" {
+		req.Header.Set("Idempotency-Key", r.Key)
+	}
+	for k, v := range r.Headers {
+		req.Header.Set(k, v)
+	}
+	hr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer hr.Body.Close()
+	b, err := io.ReadAll(hr.Body)
+	if err != nil {
+		return nil, err
+	}
+	resp := &Response{Status: hr.StatusCode, Header: hr.Header, Body: b}
+	e.validate(req, r.Body, resp)
+	return resp, nil
+}
+
+// validate checks a response against openapi.yaml; any mismatch fails the
+// test.
+func (e *Env) validate(req *http.Request, body string, resp *Response) {
+	e.T.Helper()
+	vreq := req.Clone(context.Background())
+	vreq.Body = io.NopCloser(strings.NewReader(body))
+	route, params, err := e.router.FindRoute(vreq)
+	if err != nil {
+		if resp.Status == http.StatusNotFound || resp.Status == http.StatusMethodNotAllowed {
+			return // a path the API does not have
+		}
+		e.T.Errorf("openapi: no route for %s %s: %v", req.Method, req.URL.Path, err)
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
+		Status:                 resp.Status, Header: resp.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	in.SetBodyBytes(resp.Body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		e.T.Errorf("openapi: %s %s -> %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.Path, resp.Status, err, resp.Body)
+	}
+}
+
+// SyncBuffer is a goroutine-safe log sink.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
