@@ -1,0 +1,48 @@
+# Payments service. `make` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+GO ?= go
+BIN := $(CURDIR)/bin
+STRIPE_MOCK_VERSION := v0.203.0
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
+
+.PHONY: run
+run: ## run the service locally: private PostgreSQL, provider simulator, demo account
+	@scripts/run.sh
+
+.PHONY: test
+test: ## run every test against a real PostgreSQL (started privately if 5432 is silent)
+	@scripts/test.sh
+
+.PHONY: generate
+generate: ## regenerate sqlc code
+	$(GO) tool sqlc generate
+
+.PHONY: verify
+verify: ## generated code current, gofmt, go vet, staticcheck, go.mod tidy
+	$(GO) tool sqlc diff
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags failpoints ./...
+	$(GO) tool staticcheck ./...
+	$(GO) mod tidy -diff
+
+.PHONY: bench
+bench: ## benchmarks of the money path (real PostgreSQL, in-process simulator)
+	@TEST_DATABASE_URL=$$(scripts/pg.sh url) $(GO) test -run '^$$' -bench . -benchmem ./api/
+
+.PHONY: migrate
+migrate: ## apply migrations to DATABASE_URL
+	$(GO) run ./cmd/payments migrate
+
+.PHONY: tools
+tools: ## install stripe-mock into ./bin (used by the adapter's wire tests)
+	GOBIN=$(BIN) $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
+
+.PHONY: build
+build: ## build the binaries into ./bin
+	$(GO) build -o $(BIN)/ ./cmd/payments ./cmd/providersim

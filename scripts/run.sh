@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# `make run`: the service on this machine with a private PostgreSQL (unless
+# DATABASE_URL is set), the provider simulator, and a demo account.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+DATA="$ROOT/.data"
+mkdir -p "$DATA" bin
+
+if [ -z "${DATABASE_URL:-}" ]; then
+  base="$(PG_FORCE_PRIVATE=1 scripts/pg.sh url)"
+  psql "$base" -Atqc "SELECT 1 FROM pg_database WHERE datname = 'payments'" | grep -q 1 \
+    || psql "$base" -qc "CREATE DATABASE payments" >/dev/null
+  DATABASE_URL="${base/\/postgres\?/\/payments?}"
+fi
+export DATABASE_URL
+
+# Secrets of the local installation, made once and kept under .data/.
+[ -s "$DATA/encryption.key" ] || head -c 32 /dev/urandom | base64 > "$DATA/encryption.key"
+[ -s "$DATA/admin.token" ] || head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' > "$DATA/admin.token"
+export ENCRYPTION_KEY="$(cat "$DATA/encryption.key")"
+export ADMIN_TOKEN="$(cat "$DATA/admin.token")"
+export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
+SIM_ADDR="${PROVIDERSIM_ADDR:-127.0.0.1:12111}"
+export STRIPE_API_BASE="${STRIPE_API_BASE:-http://$SIM_ADDR}"
+
+echo "building…" >&2
+go build -o bin/ ./cmd/payments ./cmd/providersim
+
+bin/providersim -addr "$SIM_ADDR" 2>"$DATA/providersim.log" &
+SIM_PID=$!
+trap 'kill $SIM_PID 2>/dev/null || true' EXIT
+
+bin/payments migrate 2>>"$DATA/payments.log"
+if [ ! -s "$DATA/demo-account.json" ]; then
+  # The demo's provider secret is unique per installation: two accounts can
+  # never share provider credentials.
+  bin/payments accounts create --name "Demo store" \
+    --stripe-key "sk_test_demo_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+    2>>"$DATA/payments.log" > "$DATA/demo-account.json"
+fi
+API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
+
+cat >&2 <<INFO
+
+  payments API    http://$HTTP_ADDR   (logs: stderr)
+  simulator       $STRIPE_API_BASE   (logs: .data/providersim.log)
+  database        $DATABASE_URL
+  demo API key    $API_KEY
+  admin token     $ADMIN_TOKEN
+
+  try:
+    curl -sS -X POST http://$HTTP_ADDR/v1/payments \\
+      -H 'Authorization: Bearer $API_KEY' \\
+      -H 'Content-Type: application/json' \\
+      -H "Idempotency-Key: \$(uuidgen 2>/dev/null || cat /proc/sys/kernel/random/uuid)" \\
+      -d '{"order_id":"pedido-842","amount":2000,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}'
+
+INFO
+
+bin/payments serve
