@@ -70,10 +70,17 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/payments", s.createPayment)
 		r.Get("/payments", s.listPayments)
 		r.Get("/payments/{id}", s.getPayment)
+		r.Post("/payments/{id}/capture", s.capturePayment)
+		r.Post("/payments/{id}/cancel", s.cancelPayment)
+		r.Post("/payments/{id}/refunds", s.createRefund)
 	})
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.adminOnly)
 		r.Post("/accounts", s.createAccount)
+		r.Get("/payments", s.adminListPayments)
+		r.Get("/payments/{id}", s.adminGetPayment)
+		r.Post("/payments/{id}/reconcile", s.adminReconcile)
+		r.Post("/payments/{id}/replay", s.adminReplay)
 	})
 	return r
 }

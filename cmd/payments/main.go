@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +26,8 @@ import (
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/provider/stripe"
+	"github.com/acmepay/payments/internal/reconcile"
+	"github.com/acmepay/payments/internal/retention"
 )
 
 const usage = `usage: payments <command>
@@ -32,6 +35,7 @@ const usage = `usage: payments <command>
 commands:
   serve                     run the HTTP API and the background workers
   migrate                   apply database migrations
+  reconcile --once          one reconciliation pass; prints a JSON summary
   accounts create --name N --stripe-key K [--webhook-secret S]
                             create an account; prints {"id":…,"api_key":…}
 `
@@ -57,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log := logging.New(stderr, cfg.LogLevel)
 	switch args[0] {
 	case "serve":
-		return serve(ctx, cfg, log, nil)
+		return serve(ctx, cfg, log)
 	case "migrate":
 		db, err := postgres.Open(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -71,6 +75,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	case "accounts":
 		return accountsCommand(ctx, cfg, args[1:], stdout, stderr)
+	case "reconcile":
+		if len(args) != 2 || args[1] != "--once" {
+			return errors.New("usage: payments reconcile --once")
+		}
+		return reconcileOnce(ctx, cfg, log, stdout)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
@@ -108,34 +117,79 @@ func accountsCommand(ctx context.Context, cfg config, args []string, stdout, std
 	return json.NewEncoder(stdout).Encode(map[string]string{"id": a.ID, "api_key": apiKey})
 }
 
-// serve runs until ctx is canceled (SIGTERM), then drains in-flight
-// requests. ready, when set, receives the bound address.
-func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- string) error {
+// app is the wired service.
+type app struct {
+	db         *postgres.DB
+	metrics    *metrics.Metrics
+	payments   *payment.Service
+	accounts   *account.Service
+	reconciler *reconcile.Reconciler
+	purger     *retention.Purger
+}
+
+func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer db.Close()
 	if err := postgres.Migrate(ctx, db); err != nil {
-		return err
+		db.Close()
+		return nil, err
 	}
+	a := &app{db: db}
 	store := postgres.NewPaymentStore(db)
-	m := metrics.New(store.CountByStatus)
-	payments, err := payment.NewService(payment.Config{
+	a.metrics = metrics.New(store.CountByStatus)
+	if a.payments, err = payment.NewService(payment.Config{
 		Store:    store,
 		Provider: stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase, MaxNetworkRetries: 2, Logger: log}),
-		Logger:   log, Metrics: m,
+		Logger:   log, Metrics: a.metrics,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
 		KeyRetention: cfg.ProviderKeyRetention, SearchGrace: cfg.ProviderSearchGrace,
-	})
+	}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if a.accounts, err = account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if a.reconciler, err = reconcile.New(reconcile.Config{Payments: a.payments, Accounts: a.accounts, Logger: log,
+		Metrics: a.metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if a.purger, err = retention.New(retention.Config{Store: postgres.NewRetentionStore(db), Logger: log,
+		ResponseTTL: cfg.ResponseTTL, TombstoneTTL: cfg.TombstoneTTL, Interval: cfg.PurgeInterval}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// reconcileOnce is one pass for a cron job: the JSON summary on stdout,
+// logs on stderr.
+func reconcileOnce(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	a, err := wire(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	accounts, err := account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil)
+	defer a.db.Close()
+	sum, err := a.reconciler.RunOnce(ctx)
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(api.Config{Payments: payments, Accounts: accounts, Ready: db, Metrics: m,
+	return json.NewEncoder(stdout).Encode(sum)
+}
+
+// serve runs until ctx is canceled (SIGTERM), then drains in-flight
+// requests and stops the workers.
+func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	a, err := wire(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.db.Close()
+	srv, err := api.New(api.Config{Payments: a.payments, Accounts: a.accounts, Ready: a.db, Metrics: a.metrics,
 		Logger: log, AdminToken: cfg.AdminToken})
 	if err != nil {
 		return err
@@ -144,26 +198,30 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, ready chan<- strin
 	if err != nil {
 		return err
 	}
+	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a.reconciler.Run(workers) }()
+	go func() { defer wg.Done(); a.purger.Run(workers) }()
+
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
-	if ready != nil {
-		ready <- ln.Addr().String()
-	}
 	select {
-	case err := <-errc:
-		return err
+	case err = <-errc:
 	case <-ctx.Done():
+		log.Info("draining in-flight requests")
+		// In-flight provider calls finish and record their outcome: a
+		// request cut short here would leave its payment unknown.
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ProviderTimeout+5*time.Second)
+		defer cancel()
+		if err = hs.Shutdown(shutdownCtx); err != nil {
+			err = fmt.Errorf("shutdown: %w", err)
+		}
 	}
-	log.Info("draining in-flight requests")
-	// In-flight provider calls finish and record their outcome: a request
-	// cut short here would leave its payment unknown.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ProviderTimeout+5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
+	stopWorkers()
+	wg.Wait()
 	log.Info("stopped")
-	return nil
+	return err
 }

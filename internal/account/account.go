@@ -139,6 +139,16 @@ func (s *Service) Get(ctx context.Context, id string) (Account, error) {
 	return s.open(row)
 }
 
+// Payer returns an account as the payment service sees it, for background
+// work where no API key authenticated a caller.
+func (s *Service) Payer(ctx context.Context, id string) (payment.Account, error) {
+	a, err := s.Get(ctx, id)
+	if err != nil {
+		return payment.Account{}, err
+	}
+	return a.Payer(), nil
+}
+
 func (s *Service) open(r Row) (Account, error) {
 	a := Account{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
 	var err error

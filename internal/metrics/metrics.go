@@ -24,6 +24,10 @@ type Metrics struct {
 	provCalls   *prometheus.CounterVec
 	provLatency *prometheus.HistogramVec
 	transitions *prometheus.CounterVec
+	reconRuns   prometheus.Counter
+	reconSeen   prometheus.Counter
+	reconLeft   prometheus.Gauge
+	reconDone   *prometheus.CounterVec
 }
 
 var _ payment.Metrics = (*Metrics)(nil)
@@ -53,8 +57,21 @@ func New(statuses StatusCounter) *Metrics {
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payments_status_transitions_total", Help: "Payment status transitions.",
 		}, []string{"from", "to"}),
+		reconRuns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payments_reconciler_runs_total", Help: "Reconciliation passes.",
+		}),
+		reconSeen: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payments_reconciler_examined_total", Help: "Attempts examined by the reconciler.",
+		}),
+		reconLeft: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "payments_reconciler_still_unknown", Help: "Attempts the last pass could not resolve.",
+		}),
+		reconDone: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payments_reconciler_resolutions_total", Help: "Attempts resolved by the reconciler, by resulting status.",
+		}, []string{"status"}),
 	}
 	m.Registry.MustRegister(m.requests, m.latency, m.idem, m.provCalls, m.provLatency, m.transitions,
+		m.reconRuns, m.reconSeen, m.reconLeft, m.reconDone,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if statuses != nil {
 		m.Registry.MustRegister(&statusCollector{count: statuses, desc: prometheus.NewDesc(
@@ -84,6 +101,16 @@ func (m *Metrics) ProviderCall(op payment.Operation, outcome provider.Outcome, d
 func (m *Metrics) PaymentTransition(from, to payment.Status) {
 	m.transitions.WithLabelValues(string(from), string(to)).Inc()
 }
+
+// ReconcileRun counts one reconciliation pass.
+func (m *Metrics) ReconcileRun(examined, stillUnknown int) {
+	m.reconRuns.Inc()
+	m.reconSeen.Add(float64(examined))
+	m.reconLeft.Set(float64(stillUnknown))
+}
+
+// ReconcileResolution counts one attempt resolved by the reconciler.
+func (m *Metrics) ReconcileResolution(status string) { m.reconDone.WithLabelValues(status).Inc() }
 
 type statusCollector struct {
 	count StatusCounter

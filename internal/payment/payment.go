@@ -41,6 +41,10 @@ var transitions = map[Status][]Status{
 	StatusProcessing: {StatusUnknown, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
 	StatusUnknown:    {StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
 	StatusAuthorized: {StatusCaptured, StatusCanceled},
+	// Only an audited ops replay, after the provider proved the last
+	// attempt had no effect, starts a new attempt on a final payment.
+	StatusDeclined: {StatusProcessing},
+	StatusFailed:   {StatusProcessing},
 }
 
 // CanTransition reports whether a payment may move from one status to
@@ -125,15 +129,73 @@ type Attempt struct {
 	UpdatedAt        time.Time
 }
 
+// RefundStatus is the state of a refund.
+type RefundStatus string
+
+const (
+	RefundProcessing RefundStatus = "processing"
+	RefundUnknown    RefundStatus = "unknown"
+	RefundSucceeded  RefundStatus = "succeeded"
+	RefundFailed     RefundStatus = "failed"
+)
+
+// Refund returns part or all of a captured payment. Its id is the
+// service's own; the payment keeps status captured and its amount_refunded
+// grows.
+type Refund struct {
+	ID               string
+	AccountID        string
+	PaymentID        string
+	AttemptID        string
+	Amount           int64
+	Status           RefundStatus
+	ProviderRefundID string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// MarshalJSON renders the public refund object. A refund still in flight
+// is shown as unknown: the client treats it as not final.
+func (r *Refund) MarshalJSON() ([]byte, error) {
+	st := r.Status
+	if st == RefundProcessing {
+		st = RefundUnknown
+	}
+	return json.Marshal(struct {
+		ID               string       `json:"id"`
+		Object           string       `json:"object"`
+		PaymentID        string       `json:"payment_id"`
+		Amount           int64        `json:"amount"`
+		Status           RefundStatus `json:"status"`
+		ProviderRefundID *string      `json:"provider_refund_id"`
+		CreatedAt        string       `json:"created_at"`
+	}{r.ID, "refund", r.PaymentID, r.Amount, st, nullable(r.ProviderRefundID), FormatTime(r.CreatedAt)})
+}
+
+// MarshalJSON renders an attempt for operators. The request is left out:
+// it carries the payment method.
+func (a *Attempt) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		ID               string        `json:"id"`
+		Operation        Operation     `json:"operation"`
+		Number           int           `json:"number"`
+		ProviderKey      string        `json:"provider_key"`
+		Status           AttemptStatus `json:"status"`
+		ProviderObjectID *string       `json:"provider_object_id"`
+		CreatedAt        string        `json:"created_at"`
+		UpdatedAt        string        `json:"updated_at"`
+	}{a.ID, a.Operation, a.Number, a.ProviderKey, a.Status, nullable(a.ProviderObjectID), FormatTime(a.CreatedAt), FormatTime(a.UpdatedAt)})
+}
+
 // AuditEntry is one line of a payment's audit trail.
 type AuditEntry struct {
-	AccountID string
-	PaymentID string
-	At        time.Time
-	Actor     string
-	Action    string
-	Reason    string
-	Details   map[string]any
+	AccountID string         `json:"-"`
+	PaymentID string         `json:"-"`
+	At        time.Time      `json:"at"`
+	Actor     string         `json:"actor"`
+	Action    string         `json:"action"`
+	Reason    string         `json:"reason"`
+	Details   map[string]any `json:"details"`
 }
 
 // Event is a payment state change for downstream consumers.

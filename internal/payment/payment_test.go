@@ -18,6 +18,8 @@ func TestCanTransition(t *testing.T) {
 		{StatusUnknown, StatusDeclined}: true, {StatusUnknown, StatusFailed}: true,
 		{StatusUnknown, StatusCanceled}: true,
 		{StatusAuthorized, StatusCaptured}: true, {StatusAuthorized, StatusCanceled}: true,
+		// An ops replay after proof of no effect.
+		{StatusDeclined, StatusProcessing}: true, {StatusFailed, StatusProcessing}: true,
 	}
 	all := []Status{StatusProcessing, StatusUnknown, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled}
 	for _, from := range all {

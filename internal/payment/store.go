@@ -25,6 +25,18 @@ type Store interface {
 	PaymentGet(ctx context.Context, accountID, id string) (*Payment, error)
 	PaymentListByOrder(ctx context.Context, accountID, orderID string, limit int) ([]*Payment, error)
 	PaymentLiveByOrder(ctx context.Context, accountID, orderID string) (*Payment, error)
+	// PaymentGetAny reads a payment of any account (operations).
+	PaymentGetAny(ctx context.Context, id string) (*Payment, error)
+	PaymentListStuck(ctx context.Context, statuses []Status, updatedBefore time.Time, limit int) ([]*Payment, error)
+	AttemptListByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
+	AuditListByPayment(ctx context.Context, paymentID string) ([]AuditEntry, error)
+	// AttemptsClaim leases up to limit unresolved attempts not updated since
+	// updatedBefore that nobody holds, for one reconciler.
+	AttemptsClaim(ctx context.Context, updatedBefore, now, leaseUntil time.Time, limit int) ([]*Attempt, error)
+	// AttemptClaim leases one unresolved attempt if nobody holds it.
+	AttemptClaim(ctx context.Context, id string, now, leaseUntil time.Time) (*Attempt, error)
+	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
+	RefundByAttempt(ctx context.Context, attemptID string) (*Refund, error)
 }
 
 // Reservation is a new key record, written in progress with a lease.
@@ -40,13 +52,17 @@ type Reservation struct {
 // Tx is one database transaction. Row locks taken through it are held until
 // the transaction ends.
 type Tx interface {
-	// KeyReserve inserts the record; false when the scope already has one.
-	KeyReserve(ctx context.Context, r Reservation) (bool, error)
+	// KeyReserve inserts the record and returns its id; false when the
+	// scope already has one.
+	KeyReserve(ctx context.Context, r Reservation) (int64, bool, error)
 	// KeyLock reads and locks the record of a scope.
 	KeyLock(ctx context.Context, s idempotency.Scope) (idempotency.Record, error)
 	KeyTakeLease(ctx context.Context, id int64, until, now time.Time) error
 	KeyMarkUnknown(ctx context.Context, id int64, now time.Time) error
 	KeyComplete(ctx context.Context, id int64, status int, body []byte, now time.Time) error
+	// KeyLockByAttempt reads and locks the key record that started an
+	// attempt, if any.
+	KeyLockByAttempt(ctx context.Context, attemptID string) (idempotency.Record, error)
 
 	NextAttemptNumber(ctx context.Context, accountID, orderID string, op Operation) (int, error)
 	PaymentInsert(ctx context.Context, p *Payment) error
@@ -59,6 +75,15 @@ type Tx interface {
 	AttemptGet(ctx context.Context, id string) (*Attempt, error)
 	AttemptSetLease(ctx context.Context, id string, until, now time.Time) error
 	AttemptUpdateOutcome(ctx context.Context, a *Attempt) error
+	AttemptLatest(ctx context.Context, paymentID string, op Operation) (*Attempt, error)
+	// AttemptsUnresolved counts the payment's attempts of these operations
+	// whose outcome is not known.
+	AttemptsUnresolved(ctx context.Context, paymentID string, ops ...Operation) (int, error)
+
+	RefundInsert(ctx context.Context, r *Refund) error
+	RefundByAttempt(ctx context.Context, attemptID string) (*Refund, error)
+	RefundPending(ctx context.Context, paymentID string) (int64, error)
+	RefundUpdate(ctx context.Context, r *Refund) error
 
 	AuditInsert(ctx context.Context, e AuditEntry) error
 	EventInsert(ctx context.Context, e Event) error

@@ -76,16 +76,16 @@ func (s *PaymentStore) PaymentLiveByOrder(ctx context.Context, accountID, orderI
 
 type paymentTx struct{ q *dbsqlc.Queries }
 
-func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (bool, error) {
-	_, err := t.q.IdempotencyKeyReserve(ctx, dbsqlc.IdempotencyKeyReserveParams{
+func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (int64, bool, error) {
+	row, err := t.q.IdempotencyKeyReserve(ctx, dbsqlc.IdempotencyKeyReserveParams{
 		AccountID: r.Scope.AccountID, Operation: r.Scope.Operation, KeyHash: r.Scope.KeyHash,
 		Fingerprint: r.Fingerprint, LeaseExpiresAt: &r.LeaseUntil,
 		PaymentID: strPtr(r.PaymentID), AttemptID: strPtr(r.AttemptID), Now: r.Now,
 	})
 	if err == pgx.ErrNoRows {
-		return false, nil
+		return 0, false, nil
 	}
-	return err == nil, translate(err)
+	return row.ID, err == nil, translate(err)
 }
 
 func (t *paymentTx) KeyLock(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {

@@ -10,6 +10,126 @@ import (
 	"time"
 )
 
+const attemptClaimByID = `-- name: AttemptClaimByID :one
+UPDATE attempts
+SET lease_expires_at = $1
+WHERE id = (
+    SELECT id FROM attempts a
+    WHERE a.id = $2 AND a.status IN ('processing', 'unknown')
+      AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $3)
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at
+`
+
+type AttemptClaimByIDParams struct {
+	LeaseUntil *time.Time
+	ID         string
+	Now        *time.Time
+}
+
+func (q *Queries) AttemptClaimByID(ctx context.Context, arg AttemptClaimByIDParams) (Attempt, error) {
+	row := q.db.QueryRow(ctx, attemptClaimByID, arg.LeaseUntil, arg.ID, arg.Now)
+	var i Attempt
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.OrderID,
+		&i.Operation,
+		&i.Number,
+		&i.ProviderKey,
+		&i.Status,
+		&i.Request,
+		&i.ProviderObjectID,
+		&i.LeaseExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const attemptClaimUnresolved = `-- name: AttemptClaimUnresolved :many
+UPDATE attempts
+SET lease_expires_at = $1
+WHERE id IN (
+    SELECT id FROM attempts a
+    WHERE a.status IN ('processing', 'unknown')
+      AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $2)
+      AND a.updated_at < $3
+    ORDER BY a.updated_at
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at
+`
+
+type AttemptClaimUnresolvedParams struct {
+	LeaseUntil    *time.Time
+	Now           *time.Time
+	UpdatedBefore time.Time
+	MaxRows       int32
+}
+
+// Any number of reconcilers may run: each claims a batch by taking a lease
+// on rows nobody holds, skipping rows another transaction has locked.
+func (q *Queries) AttemptClaimUnresolved(ctx context.Context, arg AttemptClaimUnresolvedParams) ([]Attempt, error) {
+	rows, err := q.db.Query(ctx, attemptClaimUnresolved,
+		arg.LeaseUntil,
+		arg.Now,
+		arg.UpdatedBefore,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Attempt
+	for rows.Next() {
+		var i Attempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.PaymentID,
+			&i.OrderID,
+			&i.Operation,
+			&i.Number,
+			&i.ProviderKey,
+			&i.Status,
+			&i.Request,
+			&i.ProviderObjectID,
+			&i.LeaseExpiresAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const attemptCountUnresolvedByPaymentOps = `-- name: AttemptCountUnresolvedByPaymentOps :one
+SELECT count(*) FROM attempts
+WHERE payment_id = $1 AND status IN ('processing', 'unknown')
+  AND operation = ANY($2::text[])
+`
+
+type AttemptCountUnresolvedByPaymentOpsParams struct {
+	PaymentID  string
+	Operations []string
+}
+
+func (q *Queries) AttemptCountUnresolvedByPaymentOps(ctx context.Context, arg AttemptCountUnresolvedByPaymentOpsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, attemptCountUnresolvedByPaymentOps, arg.PaymentID, arg.Operations)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const attemptGetByID = `-- name: AttemptGetByID :one
 SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at FROM attempts WHERE id = $1
 `
@@ -88,12 +208,85 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) (A
 	return i, err
 }
 
+const attemptLatestByPayment = `-- name: AttemptLatestByPayment :one
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at FROM attempts
+WHERE payment_id = $1 AND operation = $2
+ORDER BY number DESC
+LIMIT 1
+`
+
+type AttemptLatestByPaymentParams struct {
+	PaymentID string
+	Operation string
+}
+
+func (q *Queries) AttemptLatestByPayment(ctx context.Context, arg AttemptLatestByPaymentParams) (Attempt, error) {
+	row := q.db.QueryRow(ctx, attemptLatestByPayment, arg.PaymentID, arg.Operation)
+	var i Attempt
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.OrderID,
+		&i.Operation,
+		&i.Number,
+		&i.ProviderKey,
+		&i.Status,
+		&i.Request,
+		&i.ProviderObjectID,
+		&i.LeaseExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const attemptListByPayment = `-- name: AttemptListByPayment :many
 SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at FROM attempts WHERE payment_id = $1 ORDER BY created_at, number
 `
 
 func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([]Attempt, error) {
 	rows, err := q.db.Query(ctx, attemptListByPayment, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Attempt
+	for rows.Next() {
+		var i Attempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.PaymentID,
+			&i.OrderID,
+			&i.Operation,
+			&i.Number,
+			&i.ProviderKey,
+			&i.Status,
+			&i.Request,
+			&i.ProviderObjectID,
+			&i.LeaseExpiresAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const attemptListUnresolvedByPayment = `-- name: AttemptListUnresolvedByPayment :many
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at FROM attempts
+WHERE payment_id = $1 AND status IN ('processing', 'unknown')
+ORDER BY created_at
+`
+
+func (q *Queries) AttemptListUnresolvedByPayment(ctx context.Context, paymentID string) ([]Attempt, error) {
+	rows, err := q.db.Query(ctx, attemptListUnresolvedByPayment, paymentID)
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,33 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetPa
 	return i, err
 }
 
+const idempotencyKeyGetByAttemptForUpdate = `-- name: IdempotencyKeyGetByAttemptForUpdate :one
+SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at FROM idempotency_keys WHERE attempt_id = $1 FOR UPDATE
+`
+
+func (q *Queries) IdempotencyKeyGetByAttemptForUpdate(ctx context.Context, attemptID *string) (IdempotencyKey, error) {
+	row := q.db.QueryRow(ctx, idempotencyKeyGetByAttemptForUpdate, attemptID)
+	var i IdempotencyKey
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Operation,
+		&i.KeyHash,
+		&i.Fingerprint,
+		&i.State,
+		&i.LeaseExpiresAt,
+		&i.ResponseStatus,
+		&i.ResponseBody,
+		&i.PaymentID,
+		&i.AttemptID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.PurgedAt,
+	)
+	return i, err
+}
+
 const idempotencyKeyGetForUpdate = `-- name: IdempotencyKeyGetForUpdate :one
 SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key_hash = $3

@@ -94,3 +94,15 @@ type Payment struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 }
+
+type Refund struct {
+	ID               string
+	AccountID        string
+	PaymentID        string
+	AttemptID        string
+	Amount           int64
+	Status           string
+	ProviderRefundID *string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}

@@ -39,6 +39,38 @@ func (q *Queries) PaymentCountByStatus(ctx context.Context) ([]PaymentCountBySta
 	return items, nil
 }
 
+const paymentGetAnyAccount = `-- name: PaymentGetAnyAccount :one
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments WHERE id = $1
+`
+
+func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment, error) {
+	row := q.db.QueryRow(ctx, paymentGetAnyAccount, id)
+	var i Payment
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.OrderID,
+		&i.Attempt,
+		&i.Amount,
+		&i.Currency,
+		&i.CaptureMethod,
+		&i.PaymentMethod,
+		&i.CustomerID,
+		&i.Description,
+		&i.Metadata,
+		&i.Status,
+		&i.Provider,
+		&i.ProviderPaymentID,
+		&i.AmountCaptured,
+		&i.AmountRefunded,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const paymentGetByID = `-- name: PaymentGetByID :one
 SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments WHERE account_id = $1 AND id = $2
 `
@@ -235,6 +267,60 @@ type PaymentListByOrderParams struct {
 
 func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrderParams) ([]Payment, error) {
 	rows, err := q.db.Query(ctx, paymentListByOrder, arg.AccountID, arg.OrderID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Payment
+	for rows.Next() {
+		var i Payment
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.OrderID,
+			&i.Attempt,
+			&i.Amount,
+			&i.Currency,
+			&i.CaptureMethod,
+			&i.PaymentMethod,
+			&i.CustomerID,
+			&i.Description,
+			&i.Metadata,
+			&i.Status,
+			&i.Provider,
+			&i.ProviderPaymentID,
+			&i.AmountCaptured,
+			&i.AmountRefunded,
+			&i.FailureCode,
+			&i.FailureMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const paymentListStuck = `-- name: PaymentListStuck :many
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments
+WHERE status = ANY($1::text[]) AND updated_at < $2
+ORDER BY updated_at
+LIMIT $3
+`
+
+type PaymentListStuckParams struct {
+	Statuses      []string
+	UpdatedBefore time.Time
+	MaxRows       int32
+}
+
+func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckParams) ([]Payment, error) {
+	rows, err := q.db.Query(ctx, paymentListStuck, arg.Statuses, arg.UpdatedBefore, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

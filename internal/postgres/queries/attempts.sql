@@ -25,3 +25,46 @@ SET status = @status, provider_object_id = COALESCE(@provider_object_id, provide
     lease_expires_at = NULL, updated_at = @now
 WHERE id = @id
 RETURNING *;
+
+-- Any number of reconcilers may run: each claims a batch by taking a lease
+-- on rows nobody holds, skipping rows another transaction has locked.
+-- name: AttemptClaimUnresolved :many
+UPDATE attempts
+SET lease_expires_at = @lease_until
+WHERE id IN (
+    SELECT id FROM attempts a
+    WHERE a.status IN ('processing', 'unknown')
+      AND (a.lease_expires_at IS NULL OR a.lease_expires_at < @now)
+      AND a.updated_at < @updated_before
+    ORDER BY a.updated_at
+    LIMIT @max_rows
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING *;
+
+-- name: AttemptClaimByID :one
+UPDATE attempts
+SET lease_expires_at = @lease_until
+WHERE id = (
+    SELECT id FROM attempts a
+    WHERE a.id = @id AND a.status IN ('processing', 'unknown')
+      AND (a.lease_expires_at IS NULL OR a.lease_expires_at < @now)
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING *;
+
+-- name: AttemptListUnresolvedByPayment :many
+SELECT * FROM attempts
+WHERE payment_id = @payment_id AND status IN ('processing', 'unknown')
+ORDER BY created_at;
+
+-- name: AttemptLatestByPayment :one
+SELECT * FROM attempts
+WHERE payment_id = @payment_id AND operation = @operation
+ORDER BY number DESC
+LIMIT 1;
+
+-- name: AttemptCountUnresolvedByPaymentOps :one
+SELECT count(*) FROM attempts
+WHERE payment_id = @payment_id AND status IN ('processing', 'unknown')
+  AND operation = ANY(@operations::text[]);

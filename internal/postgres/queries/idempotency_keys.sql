@@ -32,3 +32,6 @@ UPDATE idempotency_keys
 SET state = 'completed', lease_expires_at = NULL, response_status = @response_status,
     response_body = @response_body, completed_at = @now, updated_at = @now
 WHERE id = @id;
+
+-- name: IdempotencyKeyGetByAttemptForUpdate :one
+SELECT * FROM idempotency_keys WHERE attempt_id = @attempt_id FOR UPDATE;

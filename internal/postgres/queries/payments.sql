@@ -34,3 +34,12 @@ RETURNING *;
 
 -- name: PaymentCountByStatus :many
 SELECT status, count(*) AS n FROM payments GROUP BY status;
+
+-- name: PaymentGetAnyAccount :one
+SELECT * FROM payments WHERE id = @id;
+
+-- name: PaymentListStuck :many
+SELECT * FROM payments
+WHERE status = ANY(@statuses::text[]) AND updated_at < @updated_before
+ORDER BY updated_at
+LIMIT @max_rows;

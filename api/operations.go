@@ -1,0 +1,105 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/go-chi/chi/v5"
+)
+
+// amountBody is the body of capture ({amount?}) and refunds ({amount}).
+type amountBody struct {
+	Amount *json.Number `json:"amount"`
+}
+
+// readOptionalJSON reads a body that may be absent: capture and cancel can
+// be sent with no body at all.
+func readOptionalJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+		return nil, nil
+	}
+	return readJSON(w, r)
+}
+
+// decodeAmount decodes {amount?}; required says whether it must be there.
+func decodeAmount(body []byte, required bool) (int64, error) {
+	var b amountBody
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		dec.UseNumber()
+		if err := dec.Decode(&b); err != nil {
+			return 0, &payment.Error{Code: payment.CodeInvalidRequest, Message: "the body must be a JSON object with an optional integer amount"}
+		}
+	}
+	if b.Amount == nil {
+		if required {
+			return 0, &payment.Error{Code: payment.CodeInvalidRequest, Message: "amount is required",
+				Fields: []payment.FieldError{{Field: "amount", Message: "is required"}}}
+		}
+		return 0, nil
+	}
+	n, err := b.Amount.Int64()
+	if err != nil || n < 1 || n > payment.MaxAmount {
+		return 0, &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields",
+			Fields: []payment.FieldError{{Field: "amount", Message: "must be an integer from 1 to 99999999 (minor units)"}}}
+	}
+	return n, nil
+}
+
+// mutation reads the key and the body of a payment operation, then runs it.
+func (s *Server) mutation(w http.ResponseWriter, r *http.Request, optionalBody bool,
+	run func(key string, body []byte) (idempotency.Response, error)) {
+	read := readJSON
+	if optionalBody {
+		read = readOptionalJSON
+	}
+	body, err := read(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp, err := run(key, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeStored(w, resp)
+}
+
+func (s *Server) capturePayment(w http.ResponseWriter, r *http.Request) {
+	s.mutation(w, r, true, func(key string, body []byte) (idempotency.Response, error) {
+		amount, err := decodeAmount(body, false)
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		return s.payments.Capture(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"), amount)
+	})
+}
+
+func (s *Server) cancelPayment(w http.ResponseWriter, r *http.Request) {
+	s.mutation(w, r, true, func(key string, body []byte) (idempotency.Response, error) {
+		if len(bytes.TrimSpace(body)) > 0 && string(bytes.TrimSpace(body)) != "{}" {
+			return idempotency.Response{}, payment.Errorf(payment.CodeInvalidRequest, "cancel takes no fields")
+		}
+		return s.payments.Cancel(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"))
+	})
+}
+
+func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
+	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Response, error) {
+		amount, err := decodeAmount(body, true)
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		return s.payments.Refund(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"), amount)
+	})
+}

@@ -1,0 +1,91 @@
+package payment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/provider"
+)
+
+// Create runs "create payment" under the client key. It answers 201 when the
+// provider's outcome is known, 202 while it is not, or replays a stored
+// answer.
+func (s *Service) Create(ctx context.Context, acct Account, key string, req CreateRequest) (idempotency.Response, error) {
+	op := idempotency.OpPaymentsCreate
+	fp, err := idempotency.Fingerprint(op, req)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
+	resp, err := s.execute(ctx, acct, scope, fp, s.newID("pay"),
+		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
+			n, err := tx.NextAttemptNumber(ctx, acct.ID, req.OrderID, OpAuthorize)
+			if err != nil {
+				return nil, nil, err
+			}
+			p := &Payment{
+				ID: paymentID, AccountID: acct.ID, OrderID: req.OrderID, Attempt: n,
+				Amount: req.Amount, Currency: req.Currency, CaptureMethod: req.CaptureMethod,
+				PaymentMethod: req.PaymentMethod, CustomerID: req.CustomerID,
+				Description: req.Description, Metadata: req.Metadata,
+				Status: StatusProcessing, CreatedAt: now, UpdatedAt: now,
+			}
+			// The partial unique index on live payments refuses a second
+			// live payment for the order, even from another key.
+			if err := tx.PaymentInsert(ctx, p); err != nil {
+				return nil, nil, err
+			}
+			a, err := s.newAuthorizeAttempt(p, attemptID, n, now)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := tx.AttemptInsert(ctx, a); err != nil {
+				return nil, nil, err
+			}
+			return p, a, s.changed(ctx, tx, p, "", "", "api", "payment.created", "", map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey})
+		})
+	if errors.Is(err, ErrLiveOrderConflict) {
+		s.metrics.Idempotency(op, "conflict")
+		e := Errorf(CodeOrderHasActivePayment, "order %s already has a payment that is in progress or succeeded", req.OrderID)
+		if live, lerr := s.store.PaymentLiveByOrder(ctx, acct.ID, req.OrderID); lerr == nil {
+			e.PaymentID = live.ID
+		}
+		return idempotency.Response{}, e
+	}
+	return resp, err
+}
+
+// newAuthorizeAttempt builds authorization attempt n with its derived
+// provider key and the exact request every retry will re-send.
+func (s *Service) newAuthorizeAttempt(p *Payment, id string, n int, now time.Time) (*Attempt, error) {
+	key := ProviderKey(p.OrderID, OpAuthorize, n)
+	md := make(map[string]string, len(p.Metadata)+3)
+	for k, v := range p.Metadata {
+		md[k] = v
+	}
+	// The service's own keys win over the client's: the reconciler finds the
+	// payment at the provider by payment_id.
+	md["payment_id"], md["order_id"], md["attempt"] = p.ID, p.OrderID, fmt.Sprint(n)
+	req, err := json.Marshal(provider.AuthorizeRequest{
+		IdempotencyKey: key, Amount: p.Amount, Currency: p.Currency,
+		PaymentMethod: p.PaymentMethod, CaptureMethod: p.CaptureMethod,
+		CustomerID: p.CustomerID, Description: p.Description, Metadata: md,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.newAttempt(p, id, OpAuthorize, n, req, now), nil
+}
+
+func (s *Service) newAttempt(p *Payment, id string, op Operation, n int, req []byte, now time.Time) *Attempt {
+	lease := now.Add(s.lease)
+	return &Attempt{
+		ID: id, AccountID: p.AccountID, PaymentID: p.ID, OrderID: p.OrderID,
+		Operation: op, Number: n, ProviderKey: ProviderKey(p.OrderID, op, n), Status: AttemptProcessing,
+		Request: req, LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now,
+	}
+}

@@ -1,0 +1,244 @@
+package payment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/acmepay/payments/internal/idempotency"
+)
+
+// work is a provider call owned by this request: the key's lease is held.
+type work struct {
+	recovered bool
+	scope     idempotency.Scope
+	payment   *Payment
+	attempt   *Attempt
+}
+
+// starter runs in transaction 1 for a new key: it checks the payment's
+// state under its lock and writes the attempt the key will refer to. A nil
+// attempt means nothing is to be sent: the key completes at once with 200
+// and the payment.
+type starter func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error)
+
+// execute is the idempotent shape of every mutation:
+//
+//  1. a known key is answered by one indexed read when it needs no recovery;
+//  2. transaction 1 reserves the key under its unique constraint and starts
+//     the attempt (or, for a key whose holder died or whose outcome is
+//     unknown, takes over the same attempt). A crash after it leaves an
+//     attempt in processing under a lease; a retry after the lease, or the
+//     reconciler, recovers it with the same provider key;
+//  3. the provider call runs outside any transaction with the derived key;
+//  4. transaction 2 records the outcome and the response under the key. A
+//     crash after it and before the response is written leaves a completed
+//     key that replays.
+func (s *Service) execute(ctx context.Context, acct Account, scope idempotency.Scope, fp []byte, paymentID string, start starter) (idempotency.Response, error) {
+	op := scope.Operation
+	if rec, err := s.store.KeyGet(ctx, scope); err == nil {
+		if d := idempotency.Decide(rec, fp, s.clock()); d != idempotency.Recover {
+			return s.answer(ctx, rec, d)
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return idempotency.Response{}, err
+	}
+
+	var (
+		w        *work
+		known    *idempotency.Record
+		decision idempotency.Decision
+		resp     *idempotency.Response
+		err      error
+	)
+	for try := 0; ; try++ {
+		err = s.store.WithTx(ctx, func(tx Tx) error {
+			w, known, resp = nil, nil, nil
+			now := s.clock()
+			attemptID := s.newID("att")
+			res := Reservation{Scope: scope, Fingerprint: fp, LeaseUntil: now.Add(s.lease),
+				PaymentID: paymentID, AttemptID: attemptID, Now: now}
+			keyID, reserved, err := tx.KeyReserve(ctx, res)
+			if err != nil {
+				return err
+			}
+			if !reserved {
+				rec, err := tx.KeyLock(ctx, scope)
+				if err != nil {
+					return err
+				}
+				if decision = idempotency.Decide(rec, fp, now); decision != idempotency.Recover {
+					known = &rec
+					return nil
+				}
+				w, resp, err = s.takeOver(ctx, tx, rec, now)
+				return err
+			}
+			p, a, err := start(ctx, tx, now, paymentID, attemptID)
+			if err != nil {
+				return err
+			}
+			if a == nil {
+				body, err := json.Marshal(p)
+				if err != nil {
+					return err
+				}
+				resp = &idempotency.Response{Status: http.StatusOK, Body: body}
+				return tx.KeyComplete(ctx, keyID, resp.Status, resp.Body, now)
+			}
+			w = &work{scope: scope, payment: p, attempt: a}
+			return nil
+		})
+		if errors.Is(err, ErrAttemptNumberTaken) && try < 3 {
+			continue
+		}
+		break
+	}
+	switch {
+	case err != nil:
+		return idempotency.Response{}, err
+	case known != nil:
+		return s.answer(ctx, *known, decision)
+	case resp != nil:
+		s.metrics.Idempotency(op, "replayed")
+		return *resp, nil
+	}
+	if w.recovered {
+		s.metrics.Idempotency(op, "recovered")
+	} else {
+		s.metrics.Idempotency(op, "new")
+	}
+	return s.run(ctx, acct, w, actorOf(ctx))
+}
+
+// answer turns a decision on a known key into the response or error.
+func (s *Service) answer(ctx context.Context, rec idempotency.Record, d idempotency.Decision) (idempotency.Response, error) {
+	op := rec.Scope.Operation
+	switch d {
+	case idempotency.Replay:
+		s.metrics.Idempotency(op, "replayed")
+		return idempotency.Response{Status: rec.ResponseStatus, Body: rec.ResponseBody, Replayed: true}, nil
+	case idempotency.ReplayCurrent:
+		s.metrics.Idempotency(op, "replayed")
+		p, err := s.store.PaymentGet(ctx, rec.Scope.AccountID, rec.PaymentID)
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		body, err := json.Marshal(p)
+		return idempotency.Response{Status: http.StatusOK, Body: body, Replayed: true}, err
+	case idempotency.Reused:
+		s.metrics.Idempotency(op, "reused")
+		return idempotency.Response{}, Errorf(CodeIdempotencyKeyReused, "this Idempotency-Key was used with a different request")
+	case idempotency.InUse:
+		s.metrics.Idempotency(op, "in_use")
+		return idempotency.Response{}, errInUse
+	}
+	return idempotency.Response{}, fmt.Errorf("payment: no answer for decision %d", d)
+}
+
+var errInUse = Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is in progress; retry later")
+
+// takeOver makes this request the owner of a key whose holder died or whose
+// outcome is unknown. It never starts a new attempt: it recovers the one the
+// key already refers to. When the outcome became known meanwhile
+// (reconciler, webhook), it completes the key with the current state. While
+// the reconciler holds the attempt, the caller is told to retry.
+func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, now time.Time) (*work, *idempotency.Response, error) {
+	p, err := tx.PaymentLock(ctx, rec.Scope.AccountID, rec.PaymentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := tx.AttemptGet(ctx, rec.AttemptID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.Status.Resolved() {
+		resp, err := s.respond(ctx, tx, p, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, &resp, tx.KeyComplete(ctx, rec.ID, resp.Status, resp.Body, now)
+	}
+	if a.LeaseExpiresAt != nil && now.Before(*a.LeaseExpiresAt) {
+		return nil, nil, errInUse
+	}
+	until := now.Add(s.lease)
+	if err := tx.KeyTakeLease(ctx, rec.ID, until, now); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.AttemptSetLease(ctx, a.ID, until, now); err != nil {
+		return nil, nil, err
+	}
+	return &work{recovered: true, scope: rec.Scope, payment: p, attempt: a}, nil, nil
+}
+
+// run calls the provider for an owned attempt, outside any transaction,
+// then records the outcome and completes the key in transaction 2.
+func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) (idempotency.Response, error) {
+	res := s.call(ctx, acct, w.payment, w.attempt)
+	var resp idempotency.Response
+	err := s.store.WithTx(ctx, func(tx Tx) error {
+		now := s.clock()
+		p, err := tx.PaymentLock(ctx, acct.ID, w.payment.ID)
+		if err != nil {
+			return err
+		}
+		rec, err := tx.KeyLock(ctx, w.scope)
+		if err != nil {
+			return err
+		}
+		if rec.State == idempotency.StateCompleted {
+			// A concurrent owner (after a lease takeover, or the reconciler)
+			// finished first with the same provider key.
+			resp = idempotency.Response{Status: rec.ResponseStatus, Body: rec.ResponseBody}
+			return nil
+		}
+		a, err := s.record(ctx, tx, p, w.attempt.ID, res, actor, now)
+		if err != nil {
+			return err
+		}
+		if resp, err = s.respond(ctx, tx, p, a); err != nil {
+			return err
+		}
+		if a.Status.Resolved() {
+			return tx.KeyComplete(ctx, rec.ID, resp.Status, resp.Body, now)
+		}
+		return tx.KeyMarkUnknown(ctx, rec.ID, now)
+	})
+	return resp, err
+}
+
+// respond renders the answer of an attempt's operation in the payment's
+// current state: 201/200 when the outcome is known, 202 while it is not.
+func (s *Service) respond(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
+	var (
+		v      any = p
+		status int
+	)
+	switch a.Operation {
+	case OpAuthorize:
+		status = http.StatusCreated
+		if !p.Status.Final() {
+			status = http.StatusAccepted
+		}
+	case OpRefund:
+		r, err := tx.RefundByAttempt(ctx, a.ID)
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		v, status = r, http.StatusCreated
+		if !a.Status.Resolved() {
+			status = http.StatusAccepted
+		}
+	default:
+		status = http.StatusOK
+		if !a.Status.Resolved() {
+			status = http.StatusAccepted
+		}
+	}
+	body, err := json.Marshal(v)
+	return idempotency.Response{Status: status, Body: body}, err
+}

@@ -1,0 +1,155 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+)
+
+// PaymentGetAny reads a payment of any account.
+func (s *PaymentStore) PaymentGetAny(ctx context.Context, id string) (*payment.Payment, error) {
+	row, err := s.db.q.PaymentGetAnyAccount(ctx, id)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return paymentFromRow(row)
+}
+
+// PaymentListStuck lists payments of any account in the given statuses.
+func (s *PaymentStore) PaymentListStuck(ctx context.Context, statuses []payment.Status, updatedBefore time.Time, limit int) ([]*payment.Payment, error) {
+	sts := make([]string, len(statuses))
+	for i, st := range statuses {
+		sts[i] = string(st)
+	}
+	rows, err := s.db.q.PaymentListStuck(ctx, dbsqlc.PaymentListStuckParams{Statuses: sts, UpdatedBefore: updatedBefore, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*payment.Payment, 0, len(rows))
+	for _, r := range rows {
+		p, err := paymentFromRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// AttemptListByPayment lists a payment's attempts, oldest first.
+func (s *PaymentStore) AttemptListByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error) {
+	rows, err := s.db.q.AttemptListByPayment(ctx, paymentID)
+	return attemptsFromRows(rows), translate(err)
+}
+
+// AttemptsUnresolvedByPayment lists a payment's attempts whose outcome is
+// not known.
+func (s *PaymentStore) AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error) {
+	rows, err := s.db.q.AttemptListUnresolvedByPayment(ctx, paymentID)
+	return attemptsFromRows(rows), translate(err)
+}
+
+// AuditListByPayment returns a payment's audit trail in order.
+func (s *PaymentStore) AuditListByPayment(ctx context.Context, paymentID string) ([]payment.AuditEntry, error) {
+	rows, err := s.db.q.AuditListByPayment(ctx, paymentID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]payment.AuditEntry, 0, len(rows))
+	for _, r := range rows {
+		e := payment.AuditEntry{AccountID: r.AccountID, PaymentID: r.PaymentID, At: r.At, Actor: r.Actor, Action: r.Action, Reason: r.Reason}
+		if err := json.Unmarshal(r.Details, &e.Details); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// AttemptsClaim leases a batch of unresolved attempts for one reconciler.
+func (s *PaymentStore) AttemptsClaim(ctx context.Context, updatedBefore, now, leaseUntil time.Time, limit int) ([]*payment.Attempt, error) {
+	rows, err := s.db.q.AttemptClaimUnresolved(ctx, dbsqlc.AttemptClaimUnresolvedParams{
+		LeaseUntil: &leaseUntil, Now: &now, UpdatedBefore: updatedBefore, MaxRows: int32(limit)})
+	return attemptsFromRows(rows), translate(err)
+}
+
+// AttemptClaim leases one unresolved attempt nobody holds.
+func (s *PaymentStore) AttemptClaim(ctx context.Context, id string, now, leaseUntil time.Time) (*payment.Attempt, error) {
+	row, err := s.db.q.AttemptClaimByID(ctx, dbsqlc.AttemptClaimByIDParams{ID: id, Now: &now, LeaseUntil: &leaseUntil})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return attemptFromRow(row), nil
+}
+
+// RefundByAttempt reads the refund an attempt sends.
+func (s *PaymentStore) RefundByAttempt(ctx context.Context, attemptID string) (*payment.Refund, error) {
+	return refundByAttempt(ctx, s.db.q, attemptID)
+}
+
+func (t *paymentTx) KeyLockByAttempt(ctx context.Context, attemptID string) (idempotency.Record, error) {
+	row, err := t.q.IdempotencyKeyGetByAttemptForUpdate(ctx, &attemptID)
+	if err != nil {
+		return idempotency.Record{}, translate(err)
+	}
+	return keyFromRow(row), nil
+}
+
+func (t *paymentTx) AttemptLatest(ctx context.Context, paymentID string, op payment.Operation) (*payment.Attempt, error) {
+	row, err := t.q.AttemptLatestByPayment(ctx, dbsqlc.AttemptLatestByPaymentParams{PaymentID: paymentID, Operation: string(op)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return attemptFromRow(row), nil
+}
+
+func (t *paymentTx) AttemptsUnresolved(ctx context.Context, paymentID string, ops ...payment.Operation) (int, error) {
+	names := make([]string, len(ops))
+	for i, op := range ops {
+		names[i] = string(op)
+	}
+	n, err := t.q.AttemptCountUnresolvedByPaymentOps(ctx, dbsqlc.AttemptCountUnresolvedByPaymentOpsParams{PaymentID: paymentID, Operations: names})
+	return int(n), translate(err)
+}
+
+func (t *paymentTx) RefundInsert(ctx context.Context, r *payment.Refund) error {
+	_, err := t.q.RefundInsert(ctx, dbsqlc.RefundInsertParams{ID: r.ID, AccountID: r.AccountID, PaymentID: r.PaymentID,
+		AttemptID: r.AttemptID, Amount: r.Amount, Now: r.CreatedAt})
+	return translate(err)
+}
+
+func (t *paymentTx) RefundByAttempt(ctx context.Context, attemptID string) (*payment.Refund, error) {
+	return refundByAttempt(ctx, t.q, attemptID)
+}
+
+func (t *paymentTx) RefundPending(ctx context.Context, paymentID string) (int64, error) {
+	n, err := t.q.RefundSumPending(ctx, paymentID)
+	return n, translate(err)
+}
+
+func (t *paymentTx) RefundUpdate(ctx context.Context, r *payment.Refund) error {
+	_, err := t.q.RefundUpdateOutcome(ctx, dbsqlc.RefundUpdateOutcomeParams{ID: r.ID, Status: string(r.Status),
+		ProviderRefundID: strPtr(r.ProviderRefundID), Now: r.UpdatedAt})
+	return translate(err)
+}
+
+func refundByAttempt(ctx context.Context, q *dbsqlc.Queries, attemptID string) (*payment.Refund, error) {
+	r, err := q.RefundGetByAttempt(ctx, attemptID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &payment.Refund{ID: r.ID, AccountID: r.AccountID, PaymentID: r.PaymentID, AttemptID: r.AttemptID, Amount: r.Amount,
+		Status: payment.RefundStatus(r.Status), ProviderRefundID: deref(r.ProviderRefundID), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+}
+
+func attemptsFromRows(rows []dbsqlc.Attempt) []*payment.Attempt {
+	out := make([]*payment.Attempt, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, attemptFromRow(r))
+	}
+	return out
+}

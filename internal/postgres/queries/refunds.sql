@@ -1,0 +1,20 @@
+-- name: RefundInsert :one
+INSERT INTO refunds (id, account_id, payment_id, attempt_id, amount, status, created_at, updated_at)
+VALUES (@id, @account_id, @payment_id, @attempt_id, @amount, 'processing', @now, @now)
+RETURNING *;
+
+-- name: RefundGetByAttempt :one
+SELECT * FROM refunds WHERE attempt_id = @attempt_id;
+
+-- Refunds whose outcome is not known yet still hold their amount: an
+-- over-refund is refused against captured − refunded − pending.
+-- name: RefundSumPending :one
+SELECT COALESCE(SUM(amount), 0)::bigint AS pending
+FROM refunds
+WHERE payment_id = @payment_id AND status IN ('processing', 'unknown');
+
+-- name: RefundUpdateOutcome :one
+UPDATE refunds
+SET status = @status, provider_refund_id = COALESCE(@provider_refund_id, provider_refund_id), updated_at = @now
+WHERE id = @id
+RETURNING *;

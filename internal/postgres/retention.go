@@ -1,0 +1,35 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/acmepay/payments/internal/retention"
+)
+
+// RetentionStore implements retention.Store. Each call is one statement in
+// its own implicit transaction, touching at most limit rows, so the purge
+// never holds row locks for longer than one short batch.
+type RetentionStore struct{ db *DB }
+
+// NewRetentionStore returns the retention store on db.
+func NewRetentionStore(db *DB) *RetentionStore { return &RetentionStore{db: db} }
+
+var _ retention.Store = (*RetentionStore)(nil)
+
+// PurgeResponses turns up to limit completed keys whose completed_at is
+// before completedBefore into tombstones purged at now, and returns how many.
+func (s *RetentionStore) PurgeResponses(ctx context.Context, completedBefore, now time.Time, limit int) (int, error) {
+	n, err := s.db.q.IdempotencyKeyPurgeResponses(ctx, dbsqlc.IdempotencyKeyPurgeResponsesParams{
+		Now: now, CompletedBefore: completedBefore, MaxRows: int32(limit)})
+	return int(n), translate(err)
+}
+
+// DeleteTombstones deletes up to limit tombstones whose completed_at is
+// before completedBefore, and returns how many.
+func (s *RetentionStore) DeleteTombstones(ctx context.Context, completedBefore time.Time, limit int) (int, error) {
+	n, err := s.db.q.IdempotencyKeyDeleteTombstones(ctx, dbsqlc.IdempotencyKeyDeleteTombstonesParams{
+		CompletedBefore: completedBefore, MaxRows: int32(limit)})
+	return int(n), translate(err)
+}
