@@ -73,7 +73,9 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/payments/{id}/capture", s.capturePayment)
 		r.Post("/payments/{id}/cancel", s.cancelPayment)
 		r.Post("/payments/{id}/refunds", s.createRefund)
+		r.Get("/events", s.listEvents)
 	})
+	r.Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.adminOnly)
 		r.Post("/accounts", s.createAccount)

@@ -28,6 +28,7 @@ type Metrics struct {
 	reconSeen   prometheus.Counter
 	reconLeft   prometheus.Gauge
 	reconDone   *prometheus.CounterVec
+	webhooks    *prometheus.CounterVec
 }
 
 var _ payment.Metrics = (*Metrics)(nil)
@@ -69,9 +70,12 @@ func New(statuses StatusCounter) *Metrics {
 		reconDone: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payments_reconciler_resolutions_total", Help: "Attempts resolved by the reconciler, by resulting status.",
 		}, []string{"status"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payments_webhook_deliveries_total", Help: "Provider webhook deliveries by outcome (applied, duplicate, ignored, unknown_object, rejected).",
+		}, []string{"outcome"}),
 	}
 	m.Registry.MustRegister(m.requests, m.latency, m.idem, m.provCalls, m.provLatency, m.transitions,
-		m.reconRuns, m.reconSeen, m.reconLeft, m.reconDone,
+		m.reconRuns, m.reconSeen, m.reconLeft, m.reconDone, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if statuses != nil {
 		m.Registry.MustRegister(&statusCollector{count: statuses, desc: prometheus.NewDesc(
@@ -111,6 +115,9 @@ func (m *Metrics) ReconcileRun(examined, stillUnknown int) {
 
 // ReconcileResolution counts one attempt resolved by the reconciler.
 func (m *Metrics) ReconcileResolution(status string) { m.reconDone.WithLabelValues(status).Inc() }
+
+// Webhook counts one webhook delivery.
+func (m *Metrics) Webhook(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
 
 type statusCollector struct {
 	count StatusCounter

@@ -182,11 +182,13 @@ func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) 
 	var resp idempotency.Response
 	err := s.store.WithTx(ctx, func(tx Tx) error {
 		now := s.clock()
-		p, err := tx.PaymentLock(ctx, acct.ID, w.payment.ID)
+		// Lock order everywhere: key, then payment, then the account's
+		// event sequence.
+		rec, err := tx.KeyLock(ctx, w.scope)
 		if err != nil {
 			return err
 		}
-		rec, err := tx.KeyLock(ctx, w.scope)
+		p, err := tx.PaymentLock(ctx, acct.ID, w.payment.ID)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ func TestCanTransition(t *testing.T) {
 		{StatusProcessing, StatusFailed}: true, {StatusProcessing, StatusCanceled}: true,
 		{StatusUnknown, StatusAuthorized}: true, {StatusUnknown, StatusCaptured}: true,
 		{StatusUnknown, StatusDeclined}: true, {StatusUnknown, StatusFailed}: true,
-		{StatusUnknown, StatusCanceled}: true,
+		{StatusUnknown, StatusCanceled}:    true,
 		{StatusAuthorized, StatusCaptured}: true, {StatusAuthorized, StatusCanceled}: true,
 		// An ops replay after proof of no effect.
 		{StatusDeclined, StatusProcessing}: true, {StatusFailed, StatusProcessing}: true,

@@ -41,6 +41,11 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 	res := Resolution{AttemptID: a.ID, Operation: a.Operation}
 	err = s.store.WithTx(ctx, func(tx Tx) error {
 		now := s.clock()
+		rec, err := tx.KeyLockByAttempt(ctx, a.ID)
+		hasKey := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
 		p, err := tx.PaymentLock(ctx, acct.ID, a.PaymentID)
 		if err != nil {
 			return err
@@ -63,21 +68,10 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 				res.Status = "refund_failed"
 			}
 		}
-		if !res.Resolved {
+		if !res.Resolved || !hasKey || rec.State == idempotency.StateCompleted {
 			return nil
 		}
-		rec, err := tx.KeyLockByAttempt(ctx, a.ID)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		if err != nil || rec.State == idempotency.StateCompleted {
-			return err
-		}
-		resp, err := s.respond(ctx, tx, p, stored)
-		if err != nil {
-			return err
-		}
-		return tx.KeyComplete(ctx, rec.ID, resp.Status, resp.Body, now)
+		return s.completeKey(ctx, tx, rec, p, stored, now)
 	})
 	return res, err
 }
@@ -163,4 +157,13 @@ func ParseStatuses(v string) ([]Status, error) {
 		}
 	}
 	return out, nil
+}
+
+// completeKey stores the answer a waiting client key will replay.
+func (s *Service) completeKey(ctx context.Context, tx Tx, rec idempotency.Record, p *Payment, a *Attempt, now time.Time) error {
+	resp, err := s.respond(ctx, tx, p, a)
+	if err != nil {
+		return err
+	}
+	return tx.KeyComplete(ctx, rec.ID, resp.Status, resp.Body, now)
 }

@@ -37,6 +37,9 @@ type Store interface {
 	AttemptClaim(ctx context.Context, id string, now, leaseUntil time.Time) (*Attempt, error)
 	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
 	RefundByAttempt(ctx context.Context, attemptID string) (*Refund, error)
+	PaymentByProviderID(ctx context.Context, accountID, providerPaymentID string) (*Payment, error)
+	// EventsAfter reads an account's events after a position, in commit order.
+	EventsAfter(ctx context.Context, accountID string, afterSeq int64, limit int) ([]FeedEvent, error)
 }
 
 // Reservation is a new key record, written in progress with a lease.
@@ -87,4 +90,7 @@ type Tx interface {
 
 	AuditInsert(ctx context.Context, e AuditEntry) error
 	EventInsert(ctx context.Context, e Event) error
+	// DeliveryInsert stores a webhook delivery; false when its event id was
+	// already delivered.
+	DeliveryInsert(ctx context.Context, d Delivery) (bool, error)
 }

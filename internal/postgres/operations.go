@@ -3,11 +3,13 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/jackc/pgx/v5"
 )
 
 // PaymentGetAny reads a payment of any account.
@@ -152,4 +154,35 @@ func attemptsFromRows(rows []dbsqlc.Attempt) []*payment.Attempt {
 		out = append(out, attemptFromRow(r))
 	}
 	return out
+}
+
+// EventsAfter reads an account's events after a position, in commit order.
+func (s *PaymentStore) EventsAfter(ctx context.Context, accountID string, afterSeq int64, limit int) ([]payment.FeedEvent, error) {
+	rows, err := s.db.q.EventListAfter(ctx, dbsqlc.EventListAfterParams{AccountID: accountID, AfterSeq: afterSeq, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]payment.FeedEvent, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, payment.FeedEvent{Seq: r.Seq, Payload: r.Payload})
+	}
+	return out, nil
+}
+
+// PaymentByProviderID finds the account's payment of a provider object.
+func (s *PaymentStore) PaymentByProviderID(ctx context.Context, accountID, providerPaymentID string) (*payment.Payment, error) {
+	row, err := s.db.q.PaymentGetByProviderID(ctx, dbsqlc.PaymentGetByProviderIDParams{AccountID: accountID, ProviderPaymentID: &providerPaymentID})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return paymentFromRow(row)
+}
+
+func (t *paymentTx) DeliveryInsert(ctx context.Context, d payment.Delivery) (bool, error) {
+	_, err := t.q.WebhookDeliveryInsert(ctx, dbsqlc.WebhookDeliveryInsertParams{AccountID: d.AccountID, EventID: d.EventID,
+		Type: d.Type, Outcome: d.Outcome, PaymentID: strPtr(d.PaymentID), ReceivedAt: d.ReceivedAt})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, translate(err)
 }

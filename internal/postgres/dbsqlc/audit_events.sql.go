@@ -72,8 +72,11 @@ func (q *Queries) AuditListByPayment(ctx context.Context, paymentID string) ([]A
 }
 
 const eventInsert = `-- name: EventInsert :exec
-INSERT INTO events (id, account_id, payment_id, type, payload, created_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+WITH next AS (
+    UPDATE accounts SET event_seq = event_seq + 1 WHERE id = $2 RETURNING event_seq
+)
+INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
+SELECT $1, $2, $3, $4, $5, $6, next.event_seq FROM next
 `
 
 type EventInsertParams struct {
@@ -85,6 +88,8 @@ type EventInsertParams struct {
 	CreatedAt time.Time
 }
 
+// The account row stays locked until commit, so the next writer's number
+// comes after this one commits.
 func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error {
 	_, err := q.db.Exec(ctx, eventInsert,
 		arg.ID,
@@ -95,4 +100,75 @@ func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error 
 		arg.CreatedAt,
 	)
 	return err
+}
+
+const eventListAfter = `-- name: EventListAfter :many
+SELECT id, account_id, payment_id, type, payload, created_at, seq FROM events
+WHERE account_id = $1 AND seq > $2
+ORDER BY seq
+LIMIT $3
+`
+
+type EventListAfterParams struct {
+	AccountID string
+	AfterSeq  int64
+	MaxRows   int32
+}
+
+func (q *Queries) EventListAfter(ctx context.Context, arg EventListAfterParams) ([]Event, error) {
+	rows, err := q.db.Query(ctx, eventListAfter, arg.AccountID, arg.AfterSeq, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Event
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.PaymentID,
+			&i.Type,
+			&i.Payload,
+			&i.CreatedAt,
+			&i.Seq,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :one
+INSERT INTO webhook_deliveries (account_id, event_id, type, outcome, payment_id, received_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (account_id, event_id) DO NOTHING
+RETURNING account_id
+`
+
+type WebhookDeliveryInsertParams struct {
+	AccountID  string
+	EventID    string
+	Type       string
+	Outcome    string
+	PaymentID  *string
+	ReceivedAt time.Time
+}
+
+func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDeliveryInsertParams) (string, error) {
+	row := q.db.QueryRow(ctx, webhookDeliveryInsert,
+		arg.AccountID,
+		arg.EventID,
+		arg.Type,
+		arg.Outcome,
+		arg.PaymentID,
+		arg.ReceivedAt,
+	)
+	var account_id string
+	err := row.Scan(&account_id)
+	return account_id, err
 }

@@ -16,6 +16,7 @@ type Account struct {
 	StripeSecretHmac []byte
 	WebhookSecretEnc []byte
 	CreatedAt        time.Time
+	EventSeq         int64
 }
 
 type Attempt struct {
@@ -52,6 +53,7 @@ type Event struct {
 	Type      string
 	Payload   []byte
 	CreatedAt time.Time
+	Seq       int64
 }
 
 type IdempotencyKey struct {
@@ -105,4 +107,13 @@ type Refund struct {
 	ProviderRefundID *string
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+}
+
+type WebhookDelivery struct {
+	AccountID  string
+	EventID    string
+	Type       string
+	Outcome    string
+	PaymentID  *string
+	ReceivedAt time.Time
 }

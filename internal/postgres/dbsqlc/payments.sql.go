@@ -147,6 +147,46 @@ func (q *Queries) PaymentGetByIDForUpdate(ctx context.Context, arg PaymentGetByI
 	return i, err
 }
 
+const paymentGetByProviderID = `-- name: PaymentGetByProviderID :one
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments
+WHERE account_id = $1 AND provider_payment_id = $2
+ORDER BY created_at DESC
+LIMIT 1
+`
+
+type PaymentGetByProviderIDParams struct {
+	AccountID         string
+	ProviderPaymentID *string
+}
+
+func (q *Queries) PaymentGetByProviderID(ctx context.Context, arg PaymentGetByProviderIDParams) (Payment, error) {
+	row := q.db.QueryRow(ctx, paymentGetByProviderID, arg.AccountID, arg.ProviderPaymentID)
+	var i Payment
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.OrderID,
+		&i.Attempt,
+		&i.Amount,
+		&i.Currency,
+		&i.CaptureMethod,
+		&i.PaymentMethod,
+		&i.CustomerID,
+		&i.Description,
+		&i.Metadata,
+		&i.Status,
+		&i.Provider,
+		&i.ProviderPaymentID,
+		&i.AmountCaptured,
+		&i.AmountRefunded,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const paymentGetLiveByOrder = `-- name: PaymentGetLiveByOrder :one
 SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments
 WHERE account_id = $1 AND order_id = $2

@@ -5,6 +5,23 @@ VALUES (@account_id, @payment_id, @at, @actor, @action, @reason, @details);
 -- name: AuditListByPayment :many
 SELECT * FROM audit_log WHERE payment_id = @payment_id ORDER BY id;
 
+-- The account row stays locked until commit, so the next writer's number
+-- comes after this one commits.
 -- name: EventInsert :exec
-INSERT INTO events (id, account_id, payment_id, type, payload, created_at)
-VALUES (@id, @account_id, @payment_id, @type, @payload, @created_at);
+WITH next AS (
+    UPDATE accounts SET event_seq = event_seq + 1 WHERE id = @account_id RETURNING event_seq
+)
+INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
+SELECT @id, @account_id, @payment_id, @type, @payload, @created_at, next.event_seq FROM next;
+
+-- name: EventListAfter :many
+SELECT * FROM events
+WHERE account_id = @account_id AND seq > @after_seq
+ORDER BY seq
+LIMIT @max_rows;
+
+-- name: WebhookDeliveryInsert :one
+INSERT INTO webhook_deliveries (account_id, event_id, type, outcome, payment_id, received_at)
+VALUES (@account_id, @event_id, @type, @outcome, @payment_id, @received_at)
+ON CONFLICT (account_id, event_id) DO NOTHING
+RETURNING account_id;

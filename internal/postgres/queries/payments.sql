@@ -43,3 +43,9 @@ SELECT * FROM payments
 WHERE status = ANY(@statuses::text[]) AND updated_at < @updated_before
 ORDER BY updated_at
 LIMIT @max_rows;
+
+-- name: PaymentGetByProviderID :one
+SELECT * FROM payments
+WHERE account_id = @account_id AND provider_payment_id = @provider_payment_id
+ORDER BY created_at DESC
+LIMIT 1;

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/webhook"
+	"github.com/go-chi/chi/v5"
+)
+
+// maxWebhookBody bounds a provider event.
+const maxWebhookBody = 1 << 20
+
+// stripeWebhook takes a provider event: a bad signature or an unknown
+// account is a 400 and nothing is stored; anything verified is a 200, also a
+// redelivery, a stale event or one about an object the service does not
+// know. It never answers 409: it waits for the payment's lock instead.
+func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+	if err != nil {
+		s.writeError(w, r, payment.Errorf(payment.CodeRequestTooLarge, "the event is too large"))
+		return
+	}
+	acct, err := s.accounts.Get(r.Context(), chi.URLParam(r, "account_id"))
+	if payment.ErrorCode(err) == payment.CodeNotFound || (err == nil && acct.WebhookSecret == "") {
+		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "no webhook endpoint for this account"))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	n, err := webhook.Parse(body, r.Header.Get("Stripe-Signature"), acct.WebhookSecret)
+	if errors.Is(err, webhook.ErrSignature) {
+		s.metrics.Webhook("rejected")
+		s.log.WarnContext(r.Context(), "webhook signature rejected", slog.String("account_id", acct.ID))
+		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "invalid Stripe-Signature"))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "the event could not be read"))
+		return
+	}
+	outcome := payment.DeliveryIgnored
+	if webhook.Handled[n.Type] {
+		outcome, err = s.payments.ApplyNotice(r.Context(), acct.Payer(), n)
+	} else {
+		outcome, err = s.payments.RecordIgnored(r.Context(), acct.Payer(), n)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.Webhook(outcome)
+	s.log.InfoContext(r.Context(), "webhook", slog.String("account_id", acct.ID), slog.String("event_id", n.EventID),
+		slog.String("type", n.Type), slog.String("outcome", outcome))
+	writeJSON(w, http.StatusOK, map[string]any{"received": true, "outcome": outcome})
+}

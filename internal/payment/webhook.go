@@ -1,0 +1,207 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/provider"
+)
+
+// Notice is a verified provider event about one payment.
+type Notice struct {
+	EventID string
+	Type    string
+	// Intent is the PaymentIntent a payment_intent.* event carries.
+	Intent *provider.Intent
+	// For charge.refunded: the charge's intent and its refunded total.
+	IntentID       string
+	AmountRefunded int64
+	FailureCode    string
+	FailureMessage string
+}
+
+// Delivery outcomes of a webhook.
+const (
+	DeliveryApplied   = "applied"
+	DeliveryDuplicate = "duplicate"
+	DeliveryIgnored   = "ignored"
+	DeliveryUnknown   = "unknown_object"
+)
+
+// Delivery is a stored webhook delivery, kept apart from its business
+// effect.
+type Delivery struct {
+	AccountID  string
+	EventID    string
+	Type       string
+	Outcome    string
+	PaymentID  string
+	ReceivedAt time.Time
+}
+
+var errDuplicateDelivery = errors.New("duplicate delivery")
+
+// ApplyNotice applies a provider event. Deliveries are deduplicated by event
+// id in the same transaction as the effect; the effect itself is a forward
+// transition judged on the object the event carries, so order of arrival
+// never moves a payment backwards and two events about one change apply
+// once. An event that resolves an unknown attempt resolves it like the
+// reconciler would, and completes the client's waiting key.
+func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (string, error) {
+	p, err := s.findNoticePayment(ctx, acct, n)
+	if errors.Is(err, ErrNotFound) {
+		return s.recordDelivery(ctx, acct, n, DeliveryUnknown, "")
+	}
+	if err != nil {
+		return "", err
+	}
+	pending, err := s.store.AttemptsUnresolvedByPayment(ctx, p.ID)
+	if err != nil {
+		return "", err
+	}
+	var auth *Attempt
+	for _, a := range pending {
+		if a.Operation == OpAuthorize {
+			auth = a
+		}
+	}
+	outcome := DeliveryIgnored
+	err = s.store.WithTx(ctx, func(tx Tx) error {
+		now := s.clock()
+		var (
+			rec    idempotency.Record
+			hasKey bool
+		)
+		if auth != nil && n.Intent != nil {
+			r, err := tx.KeyLockByAttempt(ctx, auth.ID)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			rec, hasKey = r, err == nil
+		}
+		p, err := tx.PaymentLock(ctx, acct.ID, p.ID)
+		if err != nil {
+			return err
+		}
+		before := *p
+		switch {
+		case n.Intent != nil && auth != nil && !p.Status.Final():
+			out := noticeOutcome(n)
+			a, err := s.record(ctx, tx, p, auth.ID, out, "webhook", now)
+			if err != nil {
+				return err
+			}
+			if a.Status.Resolved() && hasKey && rec.State != idempotency.StateCompleted {
+				if err := s.completeKey(ctx, tx, rec, p, a, now); err != nil {
+					return err
+				}
+			}
+		case n.Intent != nil:
+			if err := s.applyIntent(ctx, tx, p, n, now); err != nil {
+				return err
+			}
+		case n.Type == "charge.refunded":
+			pendingRefunds, err := tx.RefundPending(ctx, p.ID)
+			if err != nil {
+				return err
+			}
+			// Refunds still in flight here will add their own amount when
+			// they resolve.
+			if total := n.AmountRefunded - pendingRefunds; total > p.AmountRefunded && total <= p.AmountCaptured {
+				p.AmountRefunded, p.UpdatedAt = total, now
+				if err := tx.PaymentUpdate(ctx, p); err != nil {
+					return err
+				}
+				if err := s.changed(ctx, tx, p, "payment.refunded", "", "webhook", "webhook."+n.Type, "",
+					map[string]any{"event_id": n.EventID, "amount_refunded": total}); err != nil {
+					return err
+				}
+			}
+		}
+		if p.Status != before.Status || p.AmountRefunded != before.AmountRefunded {
+			outcome = DeliveryApplied
+		}
+		inserted, err := tx.DeliveryInsert(ctx, Delivery{AccountID: acct.ID, EventID: n.EventID, Type: n.Type,
+			Outcome: outcome, PaymentID: p.ID, ReceivedAt: now})
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			return errDuplicateDelivery // undo the effect: it was applied the first time
+		}
+		return nil
+	})
+	if errors.Is(err, errDuplicateDelivery) {
+		return DeliveryDuplicate, nil
+	}
+	return outcome, err
+}
+
+func (s *Service) findNoticePayment(ctx context.Context, acct Account, n Notice) (*Payment, error) {
+	id := n.IntentID
+	if n.Intent != nil {
+		id = n.Intent.ID
+	}
+	p, err := s.store.PaymentByProviderID(ctx, acct.ID, id)
+	if errors.Is(err, ErrNotFound) && n.Intent != nil && n.Intent.Metadata["payment_id"] != "" {
+		return s.store.PaymentGet(ctx, acct.ID, n.Intent.Metadata["payment_id"])
+	}
+	return p, err
+}
+
+// RecordIgnored stores the delivery of an event type the service does not
+// act on, so a redelivery is still recognized.
+func (s *Service) RecordIgnored(ctx context.Context, acct Account, n Notice) (string, error) {
+	return s.recordDelivery(ctx, acct, n, DeliveryIgnored, "")
+}
+
+func (s *Service) recordDelivery(ctx context.Context, acct Account, n Notice, outcome, paymentID string) (string, error) {
+	err := s.store.WithTx(ctx, func(tx Tx) error {
+		inserted, err := tx.DeliveryInsert(ctx, Delivery{AccountID: acct.ID, EventID: n.EventID, Type: n.Type,
+			Outcome: outcome, PaymentID: paymentID, ReceivedAt: s.clock()})
+		if err == nil && !inserted {
+			return errDuplicateDelivery
+		}
+		return err
+	})
+	if errors.Is(err, errDuplicateDelivery) {
+		return DeliveryDuplicate, nil
+	}
+	return outcome, err
+}
+
+// noticeOutcome reads an event as a provider answer.
+func noticeOutcome(n Notice) outcome {
+	if n.Type == "payment_intent.payment_failed" {
+		return outcome{Result: provider.Result{Outcome: provider.Declined, Intent: n.Intent,
+			FailureCode: n.FailureCode, FailureMessage: n.FailureMessage}}
+	}
+	return outcome{Result: provider.Result{Outcome: provider.Succeeded, Intent: n.Intent}}
+}
+
+// applyIntent moves a payment whose attempts are settled along a forward
+// transition the intent proves (an external capture or cancel, say).
+func (s *Service) applyIntent(ctx context.Context, tx Tx, p *Payment, n Notice, now time.Time) error {
+	to := authorizationStatus(noticeOutcome(n))
+	if to == p.Status || !CanTransition(p.Status, to) || to == StatusUnknown {
+		return nil
+	}
+	from := p.Status
+	p.Status, p.UpdatedAt = to, now
+	if p.ProviderPaymentID == "" {
+		p.ProviderPaymentID = n.Intent.ID
+	}
+	switch to {
+	case StatusCaptured:
+		p.AmountCaptured = capturedAmount(p.Amount, n.Intent)
+	case StatusDeclined:
+		p.FailureCode, p.FailureMessage = n.FailureCode, n.FailureMessage
+	}
+	if err := tx.PaymentUpdate(ctx, p); err != nil {
+		return err
+	}
+	s.metrics.PaymentTransition(from, to)
+	return s.changed(ctx, tx, p, "", from, "webhook", "webhook."+n.Type, "", map[string]any{"event_id": n.EventID})
+}
