@@ -13,6 +13,10 @@ help: ## list the targets
 run: ## run the service locally: private PostgreSQL, provider simulator, demo account
 	@scripts/run.sh
 
+.PHONY: demo
+demo: ## against a running `make run`: lost response, 202, retry, webhook, events feed
+	@scripts/demo.sh
+
 .PHONY: test
 test: ## run every test against a real PostgreSQL (started privately if 5432 is silent)
 	@scripts/test.sh

@@ -7,6 +7,8 @@ ALTER TABLE accounts ADD COLUMN event_seq bigint NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN seq bigint NOT NULL;
 ALTER TABLE events ADD CONSTRAINT events_account_seq UNIQUE (account_id, seq);
 DROP INDEX events_account;
+-- json, not jsonb: the feed serves each event's snapshot exactly as written.
+ALTER TABLE events ALTER COLUMN payload TYPE json;
 
 CREATE TABLE webhook_deliveries (
     account_id  text NOT NULL REFERENCES accounts (id),
@@ -25,6 +27,7 @@ CREATE INDEX payments_provider_id ON payments (account_id, provider_payment_id) 
 DROP INDEX payments_provider_id;
 DROP TABLE webhook_deliveries;
 CREATE INDEX events_account ON events (account_id, created_at, id);
+ALTER TABLE events ALTER COLUMN payload TYPE jsonb;
 ALTER TABLE events DROP CONSTRAINT events_account_seq;
 ALTER TABLE events DROP COLUMN seq;
 ALTER TABLE accounts DROP COLUMN event_seq;

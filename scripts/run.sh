@@ -18,6 +18,7 @@ export DATABASE_URL
 # Secrets of the local installation, made once and kept under .data/.
 [ -s "$DATA/encryption.key" ] || head -c 32 /dev/urandom | base64 > "$DATA/encryption.key"
 [ -s "$DATA/admin.token" ] || head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' > "$DATA/admin.token"
+[ -s "$DATA/webhook.secret" ] || echo "whsec_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')" > "$DATA/webhook.secret"
 export ENCRYPTION_KEY="$(cat "$DATA/encryption.key")"
 export ADMIN_TOKEN="$(cat "$DATA/admin.token")"
 export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
@@ -37,6 +38,7 @@ if [ ! -s "$DATA/demo-account.json" ]; then
   # never share provider credentials.
   bin/payments accounts create --name "Demo store" \
     --stripe-key "sk_test_demo_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+    --webhook-secret "$(cat "$DATA/webhook.secret")" \
     2>>"$DATA/payments.log" > "$DATA/demo-account.json"
 fi
 API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
@@ -48,6 +50,7 @@ cat >&2 <<INFO
   database        $DATABASE_URL
   demo API key    $API_KEY
   admin token     $ADMIN_TOKEN
+  whole story     make demo   (in another terminal: lost response, 202, retry, webhook, events)
 
   try:
     curl -sS -X POST http://$HTTP_ADDR/v1/payments \\

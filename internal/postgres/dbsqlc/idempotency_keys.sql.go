@@ -34,6 +34,18 @@ func (q *Queries) IdempotencyKeyComplete(ctx context.Context, arg IdempotencyKey
 	return err
 }
 
+const idempotencyKeyDetachAttempt = `-- name: IdempotencyKeyDetachAttempt :exec
+UPDATE idempotency_keys SET attempt_id = NULL WHERE id = $1
+`
+
+// A request that completes without starting the attempt its key was
+// reserved for (an ops replay adopting an outcome found at the provider)
+// refers to its payment only: the reserved attempt id was never written.
+func (q *Queries) IdempotencyKeyDetachAttempt(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, idempotencyKeyDetachAttempt, id)
+	return err
+}
+
 const idempotencyKeyGet = `-- name: IdempotencyKeyGet :one
 SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key_hash = $3
