@@ -82,6 +82,10 @@ func (s *Service) execute(ctx context.Context, acct Account, scope idempotency.S
 				return err
 			}
 			if a == nil {
+				// The attempt id reserved with the key was never written.
+				if err := tx.KeyDetachAttempt(ctx, keyID); err != nil {
+					return err
+				}
 				body, err := json.Marshal(p)
 				if err != nil {
 					return err

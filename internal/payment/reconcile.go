@@ -19,13 +19,18 @@ type Resolution struct {
 	Resolved bool
 }
 
+// Now is the service's clock, for callers that bound their work in time.
+func (s *Service) Now() time.Time { return s.clock() }
+
 // ClaimUnresolved leases up to limit attempts whose outcome is unknown, or
-// whose holder's lease expired, not touched for at least after. Leases and
+// whose holder's lease expired, not touched since updatedBefore. Leases and
 // SKIP LOCKED let any number of reconcilers run at once without doing the
-// same work twice.
-func (s *Service) ClaimUnresolved(ctx context.Context, after time.Duration, limit int) ([]*Attempt, error) {
+// same work twice. A pass keeps one updatedBefore throughout, so an attempt
+// it examined (which bumps updated_at) is not claimed, and so leased for
+// nothing, again in the same pass.
+func (s *Service) ClaimUnresolved(ctx context.Context, updatedBefore time.Time, limit int) ([]*Attempt, error) {
 	now := s.clock()
-	return s.store.AttemptsClaim(ctx, now.Add(-after), now, now.Add(s.lease), limit)
+	return s.store.AttemptsClaim(ctx, updatedBefore, now, now.Add(s.lease), limit)
 }
 
 // ReconcileAttempt resolves a claimed attempt by asking the provider, never

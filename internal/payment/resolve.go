@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/acmepay/payments/internal/provider"
@@ -40,6 +41,12 @@ func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt
 	case a.Operation == OpAuthorize:
 		verb = "search"
 		in, err := s.provider.SearchIntentByPaymentID(cctx, acct.Credentials, p.ID)
+		if err == nil && in.Metadata["attempt"] != strconv.Itoa(a.Number) {
+			// An earlier attempt of the same payment (before an ops replay)
+			// carries the same payment_id: its intent says nothing about
+			// this attempt.
+			in, err = nil, provider.ErrNotFound
+		}
 		out = intentOutcome(in, err)
 		if errors.Is(err, provider.ErrNotFound) && s.clock().Sub(a.CreatedAt) >= s.searchGrace {
 			out = outcome{Result: provider.Result{Outcome: provider.Failed, FailureCode: "not_found_at_provider",

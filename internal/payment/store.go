@@ -63,6 +63,9 @@ type Tx interface {
 	KeyTakeLease(ctx context.Context, id int64, until, now time.Time) error
 	KeyMarkUnknown(ctx context.Context, id int64, now time.Time) error
 	KeyComplete(ctx context.Context, id int64, status int, body []byte, now time.Time) error
+	// KeyDetachAttempt clears the attempt a key was reserved for, when its
+	// request completed without starting one.
+	KeyDetachAttempt(ctx context.Context, id int64) error
 	// KeyLockByAttempt reads and locks the key record that started an
 	// attempt, if any.
 	KeyLockByAttempt(ctx context.Context, attemptID string) (idempotency.Record, error)

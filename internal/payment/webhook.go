@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
@@ -87,6 +88,9 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 		}
 		before := *p
 		switch {
+		case n.Intent != nil && !currentIntent(p, n.Intent):
+			// An event about an earlier attempt's intent (an ops replay has
+			// started a new one since) says nothing about this attempt.
 		case n.Intent != nil && auth != nil && !p.Status.Final():
 			out := noticeOutcome(n)
 			a, err := s.record(ctx, tx, p, auth.ID, out, "webhook", now)
@@ -149,6 +153,18 @@ func (s *Service) findNoticePayment(ctx context.Context, acct Account, n Notice)
 		return s.store.PaymentGet(ctx, acct.ID, n.Intent.Metadata["payment_id"])
 	}
 	return p, err
+}
+
+// currentIntent reports whether an intent is the provider object of the
+// payment's current attempt: the payment's known provider id, or, while it
+// is not known yet, the intent the service tagged with the attempt's number.
+// The payment_id metadata alone also matches the intents of earlier
+// attempts of the same payment.
+func currentIntent(p *Payment, in *provider.Intent) bool {
+	if p.ProviderPaymentID != "" {
+		return in.ID == p.ProviderPaymentID
+	}
+	return in.Metadata["attempt"] == strconv.Itoa(p.Attempt)
 }
 
 // RecordIgnored stores the delivery of an event type the service does not

@@ -111,6 +111,10 @@ func (t *paymentTx) KeyComplete(ctx context.Context, id int64, status int, body 
 		ID: id, ResponseStatus: &st, ResponseBody: body, Now: &now}))
 }
 
+func (t *paymentTx) KeyDetachAttempt(ctx context.Context, id int64) error {
+	return translate(t.q.IdempotencyKeyDetachAttempt(ctx, id))
+}
+
 func (t *paymentTx) NextAttemptNumber(ctx context.Context, accountID, orderID string, op payment.Operation) (int, error) {
 	n, err := t.q.AttemptNextNumber(ctx, dbsqlc.AttemptNextNumberParams{AccountID: accountID, OrderID: orderID, Operation: string(op)})
 	return int(n), translate(err)

@@ -65,12 +65,16 @@ type Summary struct {
 
 // RunOnce makes one pass over every claimable attempt. An attempt is
 // claimed at most once per pass, so one still unknown is not retried in a
-// tight loop; its lease keeps other reconcilers off it until it expires.
+// tight loop: the pass only claims attempts untouched since it began minus
+// After, and examining an attempt touches it. A claimed attempt that is not
+// examined would stay leased, and its client's retry refused as in use,
+// until the lease expired.
 func (r *Reconciler) RunOnce(ctx context.Context) (Summary, error) {
 	sum := Summary{Resolved: map[string]int{}}
 	seen := map[string]bool{}
+	cutoff := r.cfg.Payments.Now().Add(-r.cfg.After)
 	for {
-		batch, err := r.cfg.Payments.ClaimUnresolved(ctx, r.cfg.After, r.cfg.BatchSize)
+		batch, err := r.cfg.Payments.ClaimUnresolved(ctx, cutoff, r.cfg.BatchSize)
 		if err != nil {
 			return sum, err
 		}

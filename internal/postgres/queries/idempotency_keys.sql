@@ -33,5 +33,11 @@ SET state = 'completed', lease_expires_at = NULL, response_status = @response_st
     response_body = @response_body, completed_at = @now, updated_at = @now
 WHERE id = @id;
 
+-- A request that completes without starting the attempt its key was
+-- reserved for (an ops replay adopting an outcome found at the provider)
+-- refers to its payment only: the reserved attempt id was never written.
+-- name: IdempotencyKeyDetachAttempt :exec
+UPDATE idempotency_keys SET attempt_id = NULL WHERE id = @id;
+
 -- name: IdempotencyKeyGetByAttemptForUpdate :one
 SELECT * FROM idempotency_keys WHERE attempt_id = @attempt_id FOR UPDATE;
