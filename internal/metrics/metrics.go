@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,11 +78,40 @@ func New(statuses StatusCounter) *Metrics {
 	m.Registry.MustRegister(m.requests, m.latency, m.idem, m.provCalls, m.provLatency, m.transitions,
 		m.reconRuns, m.reconSeen, m.reconLeft, m.reconDone, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.initKnownSeries()
 	if statuses != nil {
 		m.Registry.MustRegister(&statusCollector{count: statuses, desc: prometheus.NewDesc(
 			"payments_by_status", "Payments by current status.", []string{"status"}, nil)})
 	}
 	return m
+}
+
+// initKnownSeries creates every series of a known label value at 0:
+// Prometheus cannot see the first increase of a series that does not exist
+// yet, so the first rejected webhook or failed resolution of a process would
+// be lost to rate() and increase().
+func (m *Metrics) initKnownSeries() {
+	for _, op := range []string{idempotency.OpPaymentsCreate, idempotency.OpPaymentsCapture,
+		idempotency.OpPaymentsCancel, idempotency.OpRefundsCreate, idempotency.OpAdminReplay} {
+		for _, outcome := range []string{"new", "replayed", "in_use", "reused", "recovered"} {
+			m.idem.WithLabelValues(op, outcome)
+		}
+	}
+	m.idem.WithLabelValues(idempotency.OpPaymentsCreate, "conflict")
+	for _, op := range []payment.Operation{payment.OpAuthorize, payment.OpCapture, payment.OpCancel, payment.OpRefund} {
+		for _, outcome := range []provider.Outcome{provider.Succeeded, provider.Declined, provider.Failed, provider.Unknown} {
+			m.provCalls.WithLabelValues(string(op), string(outcome))
+		}
+		m.provLatency.WithLabelValues(string(op))
+	}
+	for _, status := range []string{string(payment.StatusAuthorized), string(payment.StatusCaptured),
+		string(payment.StatusDeclined), string(payment.StatusFailed), string(payment.StatusCanceled), "refunded", "refund_failed"} {
+		m.reconDone.WithLabelValues(status)
+	}
+	for _, outcome := range []string{payment.DeliveryApplied, payment.DeliveryDuplicate, payment.DeliveryIgnored,
+		payment.DeliveryUnknown, "rejected"} {
+		m.webhooks.WithLabelValues(outcome)
+	}
 }
 
 // Request counts one HTTP request.
