@@ -320,3 +320,26 @@ func TestMetricsExposedFromTheStart(t *testing.T) {
 	sc = scrapeMetrics(t, e)
 	want("payments_http_requests_total", "route", "/healthz", "method", "GET", "status", "200")
 }
+
+func TestMetricsEventBacklog(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{})
+	wantStatus(t, create(e, "k-backlog", createBody("pedido-backlog", 100)), http.StatusCreated)
+	if got := scrapeMetrics(t, e).get("payments_events_backlog"); got != 2 {
+		t.Fatalf("backlog = %v, want 2 (processing, authorized) before any consumer read", got)
+	}
+	first := eventsPage(t, e, "", "", 100)
+	// Fetching is not processing: the backlog shrinks when the consumer
+	// passes the cursor back.
+	if got := scrapeMetrics(t, e).get("payments_events_backlog"); got != 2 {
+		t.Fatalf("backlog = %v after a fetch, want 2", got)
+	}
+	eventsPage(t, e, "", first.cursor(t), 100)
+	sc := scrapeMetrics(t, e)
+	if got := sc.get("payments_events_backlog"); got != 0 {
+		t.Fatalf("backlog = %v after the cursor came back, want 0", got)
+	}
+	if got := sc.get("payments_events_backlog_age_seconds"); got != 0 {
+		t.Fatalf("backlog age = %v with nothing unread, want 0", got)
+	}
+}

@@ -139,7 +139,9 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	}
 	t.Cleanup(db.Close)
 	store := postgres.NewPaymentStore(db)
-	m := metrics.New(store.CountByStatus)
+	m := metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
+		return store.EventBacklog(ctx, e.Clock.Now())
+	})
 	log := e.Logger()
 	svc, err := payment.NewService(payment.Config{
 		Store:    store,

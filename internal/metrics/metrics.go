@@ -16,6 +16,10 @@ import (
 // StatusCounter counts payments by status, read at scrape time.
 type StatusCounter func(ctx context.Context) (map[string]int64, error)
 
+// Backlog reports the events no consumer has fetched yet and the age of
+// the oldest, read at scrape time.
+type Backlog func(ctx context.Context) (unread int64, oldest time.Duration, err error)
+
 // Metrics implements payment.Metrics and the HTTP instrumentation.
 type Metrics struct {
 	Registry    *prometheus.Registry
@@ -34,8 +38,9 @@ type Metrics struct {
 
 var _ payment.Metrics = (*Metrics)(nil)
 
-// New registers every collector on a fresh registry. statuses may be nil.
-func New(statuses StatusCounter) *Metrics {
+// New registers every collector on a fresh registry. statuses and backlog
+// may be nil.
+func New(statuses StatusCounter, backlog Backlog) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -83,7 +88,31 @@ func New(statuses StatusCounter) *Metrics {
 		m.Registry.MustRegister(&statusCollector{count: statuses, desc: prometheus.NewDesc(
 			"payments_by_status", "Payments by current status.", []string{"status"}, nil)})
 	}
+	if backlog != nil {
+		m.Registry.MustRegister(&backlogCollector{read: backlog,
+			unread: prometheus.NewDesc("payments_events_backlog", "Events no consumer has fetched yet (after the last cursor passed back).", nil, nil),
+			age:    prometheus.NewDesc("payments_events_backlog_age_seconds", "Age of the oldest event no consumer has fetched yet.", nil, nil)})
+	}
 	return m
+}
+
+type backlogCollector struct {
+	read        Backlog
+	unread, age *prometheus.Desc
+}
+
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.unread; ch <- c.age }
+
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, age, err := c.read(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.unread, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.unread, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, age.Seconds())
 }
 
 // initKnownSeries creates every series of a known label value at 0:

@@ -31,6 +31,13 @@ func (s *Service) Events(ctx context.Context, accountID, after string, limit int
 			return Page{}, fieldError("after", "must be a cursor returned as next_cursor")
 		}
 		seq = n
+		// The position a consumer passes back is what it has processed: the
+		// events after it are the backlog.
+		if seq > 0 {
+			if err := s.store.EventsRead(ctx, accountID, seq); err != nil {
+				return Page{}, err
+			}
+		}
 	}
 	evs, err := s.store.EventsAfter(ctx, accountID, seq, limit+1)
 	if err != nil {

@@ -17,6 +17,8 @@ type Resolution struct {
 	// refund_failed); Resolved is false while the outcome is still unknown.
 	Status   string
 	Resolved bool
+	// ByOther: another path resolved the attempt first.
+	ByOther bool
 }
 
 // Now is the service's clock, for callers that bound their work in time.
@@ -55,6 +57,13 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 		if err != nil {
 			return err
 		}
+		cur, err := tx.AttemptGet(ctx, a.ID)
+		if err != nil {
+			return err
+		}
+		// Another path (a webhook, the client's retry) resolved it while
+		// the provider was being asked: that path owns the resolution.
+		res.ByOther = cur.Status.Resolved()
 		stored, err := s.record(ctx, tx, p, a.ID, out, actor, now)
 		if err != nil {
 			return err

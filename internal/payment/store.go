@@ -38,6 +38,8 @@ type Store interface {
 	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
 	RefundByAttempt(ctx context.Context, attemptID string) (*Refund, error)
 	PaymentByProviderID(ctx context.Context, accountID, providerPaymentID string) (*Payment, error)
+	// EventsRead records the cursor an account's consumer passed back.
+	EventsRead(ctx context.Context, accountID string, seq int64) error
 	// EventsAfter reads an account's events after a position, in commit order.
 	EventsAfter(ctx context.Context, accountID string, afterSeq int64, limit int) ([]FeedEvent, error)
 }

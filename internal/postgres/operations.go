@@ -186,3 +186,18 @@ func (t *paymentTx) DeliveryInsert(ctx context.Context, d payment.Delivery) (boo
 	}
 	return err == nil, translate(err)
 }
+
+// EventsRead records the cursor an account's consumer passed back.
+func (s *PaymentStore) EventsRead(ctx context.Context, accountID string, seq int64) error {
+	return translate(s.db.q.AccountEventsRead(ctx, dbsqlc.AccountEventsReadParams{ID: accountID, Seq: seq}))
+}
+
+// EventBacklog counts events no consumer has fetched yet and the age of the
+// oldest, over every account.
+func (s *PaymentStore) EventBacklog(ctx context.Context, now time.Time) (int64, time.Duration, error) {
+	r, err := s.db.q.EventBacklog(ctx, now)
+	if err != nil {
+		return 0, 0, translate(err)
+	}
+	return r.Unread, time.Duration(r.OldestAgeSeconds * float64(time.Second)), nil
+}

@@ -94,12 +94,14 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Summary, error) {
 			if err != nil {
 				return sum, err
 			}
-			if res.Resolved {
+			switch {
+			case res.ByOther:
+			case res.Resolved:
 				sum.Resolved[res.Status]++
 				if r.cfg.Metrics != nil {
 					r.cfg.Metrics.ReconcileResolution(res.Status)
 				}
-			} else {
+			default:
 				sum.StillUnknown++
 			}
 			r.cfg.Logger.InfoContext(ctx, "reconciled", slog.String("attempt_id", a.ID),

@@ -11,7 +11,7 @@ import (
 )
 
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq FROM accounts WHERE api_key_hash = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq, events_read_seq FROM accounts WHERE api_key_hash = $1
 `
 
 func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte) (Account, error) {
@@ -26,12 +26,13 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventSeq,
+		&i.EventsReadSeq,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq, events_read_seq FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -46,6 +47,7 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventSeq,
+		&i.EventsReadSeq,
 	)
 	return i, err
 }
@@ -53,7 +55,7 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq, events_read_seq
 `
 
 type AccountInsertParams struct {
@@ -86,6 +88,7 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventSeq,
+		&i.EventsReadSeq,
 	)
 	return i, err
 }

@@ -10,6 +10,21 @@ import (
 	"time"
 )
 
+const accountEventsRead = `-- name: AccountEventsRead :exec
+UPDATE accounts SET events_read_seq = $1
+WHERE id = $2 AND events_read_seq < $1
+`
+
+type AccountEventsReadParams struct {
+	Seq int64
+	ID  string
+}
+
+func (q *Queries) AccountEventsRead(ctx context.Context, arg AccountEventsReadParams) error {
+	_, err := q.db.Exec(ctx, accountEventsRead, arg.Seq, arg.ID)
+	return err
+}
+
 const auditInsert = `-- name: AuditInsert :exec
 INSERT INTO audit_log (account_id, payment_id, at, actor, action, reason, details)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -69,6 +84,26 @@ func (q *Queries) AuditListByPayment(ctx context.Context, paymentID string) ([]A
 		return nil, err
 	}
 	return items, nil
+}
+
+const eventBacklog = `-- name: EventBacklog :one
+SELECT COALESCE(SUM(a.event_seq - a.events_read_seq), 0)::bigint AS unread,
+       COALESCE(EXTRACT(EPOCH FROM ($1::timestamptz - MIN(e.created_at))), 0)::float8 AS oldest_age_seconds
+FROM accounts a
+LEFT JOIN events e ON e.account_id = a.id AND e.seq = a.events_read_seq + 1
+WHERE a.event_seq > a.events_read_seq
+`
+
+type EventBacklogRow struct {
+	Unread           int64
+	OldestAgeSeconds float64
+}
+
+func (q *Queries) EventBacklog(ctx context.Context, now time.Time) (EventBacklogRow, error) {
+	row := q.db.QueryRow(ctx, eventBacklog, now)
+	var i EventBacklogRow
+	err := row.Scan(&i.Unread, &i.OldestAgeSeconds)
+	return i, err
 }
 
 const eventInsert = `-- name: EventInsert :exec

@@ -17,6 +17,7 @@ type Account struct {
 	WebhookSecretEnc []byte
 	CreatedAt        time.Time
 	EventSeq         int64
+	EventsReadSeq    int64
 }
 
 type Attempt struct {

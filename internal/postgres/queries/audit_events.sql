@@ -25,3 +25,14 @@ INSERT INTO webhook_deliveries (account_id, event_id, type, outcome, payment_id,
 VALUES (@account_id, @event_id, @type, @outcome, @payment_id, @received_at)
 ON CONFLICT (account_id, event_id) DO NOTHING
 RETURNING account_id;
+
+-- name: AccountEventsRead :exec
+UPDATE accounts SET events_read_seq = @seq
+WHERE id = @id AND events_read_seq < @seq;
+
+-- name: EventBacklog :one
+SELECT COALESCE(SUM(a.event_seq - a.events_read_seq), 0)::bigint AS unread,
+       COALESCE(EXTRACT(EPOCH FROM (sqlc.arg(now)::timestamptz - MIN(e.created_at))), 0)::float8 AS oldest_age_seconds
+FROM accounts a
+LEFT JOIN events e ON e.account_id = a.id AND e.seq = a.events_read_seq + 1
+WHERE a.event_seq > a.events_read_seq;
