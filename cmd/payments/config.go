@@ -77,12 +77,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		*d.dst = parsed
 	}
-	if c.InProgressLease <= c.ProviderTimeout {
-		return c, fmt.Errorf("IN_PROGRESS_LEASE (%s) must be longer than PROVIDER_TIMEOUT (%s)", c.InProgressLease, c.ProviderTimeout)
-	}
-	if c.TombstoneTTL < c.ResponseTTL {
-		return c, fmt.Errorf("IDEMPOTENCY_TOMBSTONE_TTL (%s) must not be shorter than IDEMPOTENCY_RESPONSE_TTL (%s)", c.TombstoneTTL, c.ResponseTTL)
-	}
 	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
 		return c, err
 	}

@@ -136,6 +136,13 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
+	if cfg.InProgressLease <= cfg.ProviderTimeout {
+		// Still safe: a retry taking over while the holder calls re-sends the
+		// same provider key, which the provider answers once. But it turns
+		// slow calls into needless unknowns.
+		log.Warn("IN_PROGRESS_LEASE is not longer than PROVIDER_TIMEOUT; retries may take over calls still in flight",
+			slog.Duration("lease", cfg.InProgressLease), slog.Duration("provider_timeout", cfg.ProviderTimeout))
+	}
 	a := &app{db: db}
 	store := postgres.NewPaymentStore(db)
 	a.metrics = metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {

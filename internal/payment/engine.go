@@ -183,6 +183,9 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, n
 // then records the outcome and completes the key in transaction 2.
 func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) (idempotency.Response, error) {
 	res := s.call(ctx, acct, w.payment, w.attempt)
+	// The provider has answered: record it even if the client has gone
+	// away, or the answer is lost and the attempt waits out its lease.
+	ctx = context.WithoutCancel(ctx)
 	var resp idempotency.Response
 	err := s.store.WithTx(ctx, func(tx Tx) error {
 		now := s.clock()

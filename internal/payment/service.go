@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -88,9 +87,6 @@ func NewService(c Config) (*Service, error) {
 	}
 	if s.newID == nil {
 		s.newID = NewID
-	}
-	if s.lease <= s.providerTimeout {
-		return nil, fmt.Errorf("payment: the in-progress lease (%s) must outlast the provider timeout (%s)", s.lease, s.providerTimeout)
 	}
 	return s, nil
 }

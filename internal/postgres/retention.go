@@ -26,10 +26,10 @@ func (s *RetentionStore) PurgeResponses(ctx context.Context, completedBefore, no
 	return int(n), translate(err)
 }
 
-// DeleteTombstones deletes up to limit tombstones whose completed_at is
-// before completedBefore, and returns how many.
-func (s *RetentionStore) DeleteTombstones(ctx context.Context, completedBefore time.Time, limit int) (int, error) {
+// DeleteTombstones deletes up to limit tombstones purged before
+// purgedBefore, and returns how many.
+func (s *RetentionStore) DeleteTombstones(ctx context.Context, purgedBefore time.Time, limit int) (int, error) {
 	n, err := s.db.q.IdempotencyKeyDeleteTombstones(ctx, dbsqlc.IdempotencyKeyDeleteTombstonesParams{
-		CompletedBefore: completedBefore, MaxRows: int32(limit)})
+		PurgedBefore: purgedBefore, MaxRows: int32(limit)})
 	return int(n), translate(err)
 }

@@ -28,9 +28,8 @@ type Store interface {
 	// completedBefore into tombstones: response status and body removed,
 	// purged_at set to now; scope, fingerprint and payment id kept.
 	PurgeResponses(ctx context.Context, completedBefore, now time.Time, limit int) (int, error)
-	// DeleteTombstones deletes tombstones whose completed_at is before
-	// completedBefore.
-	DeleteTombstones(ctx context.Context, completedBefore time.Time, limit int) (int, error)
+	// DeleteTombstones deletes tombstones purged before purgedBefore.
+	DeleteTombstones(ctx context.Context, purgedBefore time.Time, limit int) (int, error)
 }
 
 // Config configures a Purger.
@@ -42,8 +41,8 @@ type Config struct {
 	// ResponseTTL is IDEMPOTENCY_RESPONSE_TTL: how long after completion a
 	// stored response is replayed byte for byte.
 	ResponseTTL time.Duration
-	// TombstoneTTL is IDEMPOTENCY_TOMBSTONE_TTL, measured from completion
-	// like ResponseTTL, so it must not be shorter.
+	// TombstoneTTL is IDEMPOTENCY_TOMBSTONE_TTL: how long a tombstone is
+	// kept after its response was purged.
 	TombstoneTTL time.Duration
 	// Interval is the time between runs of Run.
 	Interval time.Duration
@@ -72,10 +71,6 @@ func New(cfg Config) (*Purger, error) {
 	if cfg.ResponseTTL <= 0 || cfg.TombstoneTTL <= 0 || cfg.Interval <= 0 {
 		return nil, fmt.Errorf("retention: response TTL (%s), tombstone TTL (%s) and interval (%s) must be positive",
 			cfg.ResponseTTL, cfg.TombstoneTTL, cfg.Interval)
-	}
-	if cfg.TombstoneTTL < cfg.ResponseTTL {
-		return nil, fmt.Errorf("retention: tombstone TTL (%s) must not be shorter than response TTL (%s)",
-			cfg.TombstoneTTL, cfg.ResponseTTL)
 	}
 	if cfg.BatchSize < 0 {
 		return nil, fmt.Errorf("retention: batch size %d is negative", cfg.BatchSize)
@@ -119,8 +114,6 @@ func (p *Purger) PurgeOnce(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("retention: purge responses: %w", err)
 	}
-	// After the purge, so a response that outlived both windows (the job was
-	// not running) becomes a tombstone and is deleted in the same run.
 	res.Deleted, err = p.drain(ctx, func(ctx context.Context) (int, error) {
 		return p.store.DeleteTombstones(ctx, now.Add(-p.tombstoneTTL), p.batchSize)
 	})

@@ -276,8 +276,8 @@ func TestPurgeOnce(t *testing.T) {
 		b.Clock.Advance(responseTTL + time.Minute)
 		purgeOnce(t, p, retention.Result{Purged: 1})
 
-		// Both windows run from completion.
-		b.Clock.Advance(tombstoneTTL - responseTTL - 2*time.Minute)
+		// The tombstone window runs from the purge.
+		b.Clock.Advance(tombstoneTTL - time.Minute)
 		purgeOnce(t, p, retention.Result{})
 		if _, ok := b.key(t, "k-1"); !ok {
 			t.Fatalf("tombstone deleted inside its window")
@@ -302,14 +302,16 @@ func TestPurgeOnce(t *testing.T) {
 		wantEffects(t, b.Sim, 1)
 	})
 
-	t.Run("ResponsePastBothWindowsGoesInOneRun", func(t *testing.T) {
+	t.Run("TombstoneWindowStartsAtThePurge", func(t *testing.T) {
 		t.Parallel()
 		p, b := setup(t, 0)
 		wantStatus(t, b.create("k-1", createBody("pedido-1", 2000)), http.StatusCreated)
-		b.Clock.Advance(tombstoneTTL + time.Minute)
-		purgeOnce(t, p, retention.Result{Purged: 1, Deleted: 1})
-		if r, ok := b.key(t, "k-1"); ok {
-			t.Fatalf("key not deleted: %+v", r)
+		// The job was not running for longer than both windows: the response
+		// is purged, and the tombstone still gets its full window.
+		b.Clock.Advance(responseTTL + tombstoneTTL + time.Minute)
+		purgeOnce(t, p, retention.Result{Purged: 1})
+		if _, ok := b.key(t, "k-1"); !ok {
+			t.Fatalf("tombstone deleted in the run that made it")
 		}
 	})
 
@@ -338,33 +340,41 @@ func TestPurgeOnce(t *testing.T) {
 		for i := range keys {
 			wantStatus(t, b.create(fmt.Sprintf("k-%d", i), createBody(fmt.Sprintf("pedido-%d", i), 1000+i)), http.StatusCreated)
 		}
-		b.Clock.Advance(tombstoneTTL + time.Minute)
-
 		const instances = 4
-		results := make([]retention.Result, instances)
-		errs := make([]error, instances)
-		var wg sync.WaitGroup
+		purgers := make([]*retention.Purger, instances)
 		for i := range instances {
 			db, err := postgres.Open(context.Background(), b.DBURL)
 			if err != nil {
 				t.Fatalf("open database: %v", err)
 			}
 			t.Cleanup(db.Close)
-			p := newPurger(t, b, postgres.NewRetentionStore(db), 1)
-			wg.Go(func() { results[i], errs[i] = p.PurgeOnce(context.Background()) })
+			purgers[i] = newPurger(t, b, postgres.NewRetentionStore(db), 1)
 		}
-		wg.Wait()
-		var total retention.Result
-		for i := range instances {
-			if errs[i] != nil {
-				t.Fatalf("instance %d: %v", i, errs[i])
+		runAll := func(want retention.Result) {
+			t.Helper()
+			results := make([]retention.Result, instances)
+			errs := make([]error, instances)
+			var wg sync.WaitGroup
+			for i, p := range purgers {
+				wg.Go(func() { results[i], errs[i] = p.PurgeOnce(context.Background()) })
 			}
-			total.Purged += results[i].Purged
-			total.Deleted += results[i].Deleted
+			wg.Wait()
+			var total retention.Result
+			for i := range instances {
+				if errs[i] != nil {
+					t.Fatalf("instance %d: %v", i, errs[i])
+				}
+				total.Purged += results[i].Purged
+				total.Deleted += results[i].Deleted
+			}
+			if total != want {
+				t.Fatalf("instances handled %+v in all (%v), want %+v", total, results, want)
+			}
 		}
-		if want := (retention.Result{Purged: keys, Deleted: keys}); total != want {
-			t.Fatalf("instances handled %+v in all (%v), want %+v", total, results, want)
-		}
+		b.Clock.Advance(responseTTL + time.Minute)
+		runAll(retention.Result{Purged: keys})
+		b.Clock.Advance(tombstoneTTL + time.Minute)
+		runAll(retention.Result{Deleted: keys})
 		for i := range keys {
 			if r, ok := b.key(t, fmt.Sprintf("k-%d", i)); ok {
 				t.Fatalf("k-%d left behind: %+v", i, r)

@@ -145,7 +145,7 @@ func TestNew(t *testing.T) {
 		{"ZeroResponseTTL", func(c *retention.Config) { c.ResponseTTL = 0 }, false},
 		{"NegativeTombstoneTTL", func(c *retention.Config) { c.TombstoneTTL = -time.Hour }, false},
 		{"ZeroInterval", func(c *retention.Config) { c.Interval = 0 }, false},
-		{"TombstoneShorterThanResponse", func(c *retention.Config) { c.TombstoneTTL = c.ResponseTTL - time.Second }, false},
+		{"TombstoneShorterThanResponse", func(c *retention.Config) { c.TombstoneTTL = c.ResponseTTL - time.Second }, true},
 		{"NegativeBatchSize", func(c *retention.Config) { c.BatchSize = -1 }, false},
 	}
 	for _, tt := range tests {

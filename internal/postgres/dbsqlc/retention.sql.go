@@ -16,24 +16,22 @@ WHERE id = ANY(ARRAY(
     SELECT k.id FROM idempotency_keys k
     WHERE k.state = 'completed'
       AND k.purged_at IS NOT NULL
-      AND k.completed_at < $1::timestamptz
-    ORDER BY k.completed_at
+      AND k.purged_at < $1::timestamptz
+    ORDER BY k.purged_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ))
 `
 
 type IdempotencyKeyDeleteTombstonesParams struct {
-	CompletedBefore time.Time
-	MaxRows         int32
+	PurgedBefore time.Time
+	MaxRows      int32
 }
 
-// Deletes one batch of tombstones whose window has passed; the key is then
-// forgotten. Only tombstones, which only completed keys become. The same
-// batch shape as IdempotencyKeyPurgeResponses; served by the partial index
-// idempotency_keys_tombstones.
+// A tombstone is kept for IDEMPOTENCY_TOMBSTONE_TTL after its response was
+// purged; idempotency_keys_purged serves the lookup.
 func (q *Queries) IdempotencyKeyDeleteTombstones(ctx context.Context, arg IdempotencyKeyDeleteTombstonesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, idempotencyKeyDeleteTombstones, arg.CompletedBefore, arg.MaxRows)
+	result, err := q.db.Exec(ctx, idempotencyKeyDeleteTombstones, arg.PurgedBefore, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}

@@ -19,18 +19,17 @@ WHERE id = ANY(ARRAY(
     FOR UPDATE SKIP LOCKED
 ));
 
--- Deletes one batch of tombstones whose window has passed; the key is then
--- forgotten. Only tombstones, which only completed keys become. The same
--- batch shape as IdempotencyKeyPurgeResponses; served by the partial index
--- idempotency_keys_tombstones.
+
+-- A tombstone is kept for IDEMPOTENCY_TOMBSTONE_TTL after its response was
+-- purged; idempotency_keys_purged serves the lookup.
 -- name: IdempotencyKeyDeleteTombstones :execrows
 DELETE FROM idempotency_keys
 WHERE id = ANY(ARRAY(
     SELECT k.id FROM idempotency_keys k
     WHERE k.state = 'completed'
       AND k.purged_at IS NOT NULL
-      AND k.completed_at < @completed_before::timestamptz
-    ORDER BY k.completed_at
+      AND k.purged_at < @purged_before::timestamptz
+    ORDER BY k.purged_at
     LIMIT @max_rows
     FOR UPDATE SKIP LOCKED
 ));

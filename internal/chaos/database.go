@@ -1,0 +1,166 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// serverURL is the PostgreSQL server the run's database is created on:
+// TEST_DATABASE_URL when set, else what scripts/pg.sh url prints (the
+// server on 127.0.0.1:5432, or the repository's private cluster).
+func serverURL(ctx context.Context, root string) (string, error) {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "pg.sh"), "url")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("chaos: scripts/pg.sh url: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// withDatabase returns the URL with its database name replaced.
+func withDatabase(server, name string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("chaos: the database server must be a postgres:// URL, got %q", server)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// createDatabase makes a fresh, empty database chaos_<random> on the server.
+func createDatabase(ctx context.Context, server string) (name, dbURL string, err error) {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	name = "chaos_" + hex.EncodeToString(b)
+	if dbURL, err = withDatabase(server, name); err != nil {
+		return "", "", err
+	}
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return "", "", fmt.Errorf("chaos: connect to %s: %w", server, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", "", fmt.Errorf("chaos: create database: %w", err)
+	}
+	return name, dbURL, nil
+}
+
+func dropDatabase(ctx context.Context, server, name string) error {
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+// localPayment is a payment as the service stored it.
+type localPayment struct {
+	ID, OrderID, Status, ProviderID string
+	Attempt                         int
+	AmountCaptured, AmountRefunded  int64
+}
+
+// localState is what the database holds once the run is over. It is read
+// directly, not through the service, so the check does not trust the code
+// under test.
+type localState struct {
+	Payments           map[string]*localPayment // by id
+	ByProviderID       map[string]*localPayment
+	Refunds            map[string]string // refund id -> status
+	UnresolvedPayments int
+	UnresolvedAttempts int
+	UnresolvedRefunds  int
+	Deliveries         map[string]int // webhook delivery outcome -> count
+}
+
+// unresolved counts what reconciliation still has to settle.
+func unresolved(ctx context.Context, dbURL string) (payments, attempts, refunds int, err error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer conn.Close(ctx)
+	err = conn.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM payments WHERE status IN ('processing', 'unknown')),
+		(SELECT count(*) FROM attempts WHERE status IN ('processing', 'unknown')),
+		(SELECT count(*) FROM refunds WHERE status IN ('processing', 'unknown'))`).Scan(&payments, &attempts, &refunds)
+	return payments, attempts, refunds, err
+}
+
+func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	st := &localState{Payments: map[string]*localPayment{}, ByProviderID: map[string]*localPayment{},
+		Refunds: map[string]string{}, Deliveries: map[string]int{}}
+	rows, err := conn.Query(ctx, `SELECT id, order_id, status, coalesce(provider_payment_id, ''), attempt,
+		amount_captured, amount_refunded FROM payments`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		p := &localPayment{}
+		if err := rows.Scan(&p.ID, &p.OrderID, &p.Status, &p.ProviderID, &p.Attempt, &p.AmountCaptured, &p.AmountRefunded); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		st.Payments[p.ID] = p
+		if p.ProviderID != "" {
+			st.ByProviderID[p.ProviderID] = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = conn.Query(ctx, `SELECT id, status FROM refunds`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id, status string
+		if err := rows.Scan(&id, &status); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		st.Refunds[id] = status
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = conn.Query(ctx, `SELECT outcome, count(*) FROM webhook_deliveries GROUP BY outcome`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var outcome string
+		var n int
+		if err := rows.Scan(&outcome, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		st.Deliveries[outcome] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	st.UnresolvedPayments, st.UnresolvedAttempts, st.UnresolvedRefunds, err = unresolved(ctx, dbURL)
+	return st, err
+}
