@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -85,26 +84,17 @@ func (s *Server) adminListPayments(w http.ResponseWriter, r *http.Request) {
 		}
 		olderThan = d
 	}
-	limit := maxList
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxList {
-			s.writeError(w, r, &payment.Error{Code: payment.CodeInvalidRequest, Message: "limit must be 1 to 100",
-				Fields: []payment.FieldError{{Field: "limit", Message: "must be 1 to 100"}}})
-			return
-		}
-		limit = n
+	limit, err := parseLimit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	ps, err := s.payments.ListStuck(r.Context(), statuses, olderThan, limit+1)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	more := len(ps) > limit
-	if more {
-		ps = ps[:limit]
-	}
-	writeJSON(w, http.StatusOK, list[*payment.Payment]{Object: "list", Data: ps, HasMore: more})
+	writeJSON(w, http.StatusOK, page(ps, limit))
 }
 
 func (s *Server) adminGetPayment(w http.ResponseWriter, r *http.Request) {

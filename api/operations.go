@@ -72,6 +72,9 @@ func (s *Server) mutation(w http.ResponseWriter, r *http.Request, optionalBody b
 		s.writeError(w, r, err)
 		return
 	}
+	// A crash here leaves a committed outcome and an unanswered client: the
+	// retry must get the stored response.
+	failpoint("before-response")
 	writeStored(w, resp)
 }
 

@@ -69,30 +69,13 @@ func writeStored(w http.ResponseWriter, resp idempotency.Response) {
 }
 
 func (s *Server) createPayment(w http.ResponseWriter, r *http.Request) {
-	body, err := readJSON(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	key, err := idempotencyKey(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req, err := payment.ParseCreateRequest(body)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	resp, err := s.payments.Create(r.Context(), accountFrom(r).Payer(), key, req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	// A crash here leaves a committed outcome and an unanswered client: the
-	// retry must get the stored response.
-	failpoint("before-response")
-	writeStored(w, resp)
+	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Response, error) {
+		req, err := payment.ParseCreateRequest(body)
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		return s.payments.Create(r.Context(), accountFrom(r).Payer(), key, req)
+	})
 }
 
 func (s *Server) getPayment(w http.ResponseWriter, r *http.Request) {
@@ -120,24 +103,38 @@ func (s *Server) listPayments(w http.ResponseWriter, r *http.Request) {
 			Fields: []payment.FieldError{{Field: "order_id", Message: "is required"}}})
 		return
 	}
-	limit := maxList
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxList {
-			s.writeError(w, r, &payment.Error{Code: payment.CodeInvalidRequest, Message: "limit must be 1 to 100",
-				Fields: []payment.FieldError{{Field: "limit", Message: "must be 1 to 100"}}})
-			return
-		}
-		limit = n
+	limit, err := parseLimit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	ps, err := s.payments.ListByOrder(r.Context(), accountFrom(r).ID, orderID, limit+1)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	more := len(ps) > limit
-	if more {
-		ps = ps[:limit]
+	writeJSON(w, http.StatusOK, page(ps, limit))
+}
+
+// parseLimit reads ?limit=, 1 to 100, default 100.
+func parseLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return maxList, nil
 	}
-	writeJSON(w, http.StatusOK, list[*payment.Payment]{Object: "list", Data: ps, HasMore: more})
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxList {
+		return 0, &payment.Error{Code: payment.CodeInvalidRequest, Message: "limit must be 1 to 100",
+			Fields: []payment.FieldError{{Field: "limit", Message: "must be 1 to 100"}}}
+	}
+	return n, nil
+}
+
+// page trims one row fetched past the limit into has_more.
+func page[T any](rows []T, limit int) list[T] {
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	return list[T]{Object: "list", Data: rows, HasMore: more}
 }

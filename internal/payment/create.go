@@ -39,24 +39,35 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 			if err := tx.PaymentInsert(ctx, p); err != nil {
 				return nil, nil, err
 			}
-			a, err := s.newAuthorizeAttempt(p, attemptID, n, now)
+			a, err := s.insertAuthorizeAttempt(ctx, tx, p, attemptID, n, now)
 			if err != nil {
-				return nil, nil, err
-			}
-			if err := tx.AttemptInsert(ctx, a); err != nil {
 				return nil, nil, err
 			}
 			return p, a, s.changed(ctx, tx, p, "", "", "api", "payment.created", "", map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey})
 		})
 	if errors.Is(err, ErrLiveOrderConflict) {
 		s.metrics.Idempotency(op, "conflict")
-		e := Errorf(CodeOrderHasActivePayment, "order %s already has a payment that is in progress or succeeded", req.OrderID)
-		if live, lerr := s.store.PaymentLiveByOrder(ctx, acct.ID, req.OrderID); lerr == nil {
-			e.PaymentID = live.ID
-		}
-		return idempotency.Response{}, e
+		return idempotency.Response{}, s.liveOrderError(ctx, acct.ID, req.OrderID)
 	}
 	return resp, err
+}
+
+// liveOrderError names the payment that keeps an order from a second one.
+func (s *Service) liveOrderError(ctx context.Context, accountID, orderID string) error {
+	e := Errorf(CodeOrderHasActivePayment, "order %s already has a payment that is in progress or succeeded", orderID)
+	if live, err := s.store.PaymentLiveByOrder(ctx, accountID, orderID); err == nil {
+		e.PaymentID = live.ID
+	}
+	return e
+}
+
+// insertAuthorizeAttempt writes authorization attempt n of a payment.
+func (s *Service) insertAuthorizeAttempt(ctx context.Context, tx Tx, p *Payment, id string, n int, now time.Time) (*Attempt, error) {
+	a, err := s.newAuthorizeAttempt(p, id, n, now)
+	if err != nil {
+		return nil, err
+	}
+	return a, tx.AttemptInsert(ctx, a)
 }
 
 // newAuthorizeAttempt builds authorization attempt n with its derived

@@ -95,22 +95,15 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 			if err := tx.PaymentUpdate(ctx, p); err != nil {
 				return nil, nil, err
 			}
-			a, err := s.newAuthorizeAttempt(p, attemptID, n, now)
+			a, err := s.insertAuthorizeAttempt(ctx, tx, p, attemptID, n, now)
 			if err != nil {
-				return nil, nil, err
-			}
-			if err := tx.AttemptInsert(ctx, a); err != nil {
 				return nil, nil, err
 			}
 			return p, a, s.changed(ctx, tx, p, "", from, actor, "replay.new_attempt", reason, map[string]any{
 				"attempt_id": a.ID, "provider_key": a.ProviderKey, "replaces_attempt_id": last.ID, "replaces_provider_key": last.ProviderKey})
 		})
 	if errors.Is(err, ErrLiveOrderConflict) {
-		e := Errorf(CodeOrderHasActivePayment, "order %s already has another live payment", before.OrderID)
-		if live, lerr := s.store.PaymentLiveByOrder(ctx, acct.ID, before.OrderID); lerr == nil {
-			e.PaymentID = live.ID
-		}
-		return idempotency.Response{}, e
+		return idempotency.Response{}, s.liveOrderError(ctx, acct.ID, before.OrderID)
 	}
 	return resp, err
 }

@@ -31,15 +31,7 @@ func (s *PaymentStore) PaymentListStuck(ctx context.Context, statuses []payment.
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]*payment.Payment, 0, len(rows))
-	for _, r := range rows {
-		p, err := paymentFromRow(r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return paymentsFromRows(rows)
 }
 
 // AttemptListByPayment lists a payment's attempts, oldest first.

@@ -54,15 +54,7 @@ func (s *PaymentStore) PaymentListByOrder(ctx context.Context, accountID, orderI
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]*payment.Payment, 0, len(rows))
-	for _, r := range rows {
-		p, err := paymentFromRow(r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return paymentsFromRows(rows)
 }
 
 // PaymentLiveByOrder returns the order's live payment.
@@ -223,6 +215,18 @@ func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
 		FailureCode: deref(r.FailureCode), FailureMessage: deref(r.FailureMessage),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}, nil
+}
+
+func paymentsFromRows(rows []dbsqlc.Payment) ([]*payment.Payment, error) {
+	out := make([]*payment.Payment, 0, len(rows))
+	for _, r := range rows {
+		p, err := paymentFromRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func attemptFromRow(r dbsqlc.Attempt) *payment.Attempt {
