@@ -36,8 +36,18 @@ verify: ## generated code current, gofmt, go vet, staticcheck, go.mod tidy
 	$(GO) mod tidy -diff
 
 .PHONY: bench
-bench: ## benchmarks of the money path (real PostgreSQL, in-process simulator)
-	@TEST_DATABASE_URL=$$(scripts/pg.sh url) $(GO) test -run '^$$' -bench . -benchmem ./api/
+bench: ## the money path's Go benchmarks, then the load generator on the real binaries (docs/BENCHMARKS.md; BENCHFLAGS=-short)
+	@url=$$(scripts/pg.sh url) && \
+		TEST_DATABASE_URL=$$url $(GO) test -run '^$$' -bench . -benchmem ./api/ && \
+		$(GO) run ./cmd/paybench -database-url "$$url" $(BENCHFLAGS)
+
+.PHONY: chaos
+chaos: ## chaos run of the real binaries (3 replicas, provider faults, kills, webhooks), then the invariants; ~3 min (CHAOS_FLAGS=-short: ~30 s)
+	$(GO) run ./cmd/chaos $(CHAOS_FLAGS)
+
+.PHONY: chaos-short
+chaos-short: ## only the ~30 s chaos test that `make test` runs (TestChaosShort)
+	@TEST_DATABASE_URL=$${TEST_DATABASE_URL:-$$(scripts/pg.sh url)} $(GO) test -count=1 -run '^TestChaosShort$$' -v ./cmd/chaos/
 
 .PHONY: migrate
 migrate: ## apply migrations to DATABASE_URL

@@ -441,6 +441,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return rep, err
 	}
 	rep.check(intents, st, fleet)
+	rep.checkRaces(reqs)
 	var hookSurprises []string
 	rep.Webhooks, hookSurprises = hooks.snapshot()
 	rep.Unexpected += len(hookSurprises)

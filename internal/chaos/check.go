@@ -28,6 +28,7 @@ type Report struct {
 	StrandedAttempts int
 	StrandedRefunds  int
 	Unexpected       int // answers the contract does not allow (a 422 for a plain retry, say)
+	BothSent         int // orders whose capture and cancel both reached the provider
 
 	Traffic    tally
 	Webhooks   webhookTally
@@ -47,7 +48,7 @@ type Report struct {
 // Violations is the number of invariant breaches.
 func (r *Report) Violations() int {
 	return r.DoubleCharges + r.LostPayments + r.Phantoms + r.AmountMismatches + r.Lies +
-		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected
+		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected + r.BothSent
 }
 
 const maxSamples = 20
@@ -74,6 +75,37 @@ func authorizedAtProvider(in providersim.Intent) bool {
 
 // localFor maps a successful intent state to the local status it implies.
 var localFor = map[string]string{"requires_capture": "authorized", "succeeded": "captured", "canceled": "canceled"}
+
+// checkRaces reads the provider's request log: of a capture and a cancel
+// racing on one payment, exactly one may reach the provider.
+func (r *Report) checkRaces(reqs []providersim.Request) {
+	sent := map[string]map[string]bool{} // order -> capturar/cancelar
+	for _, q := range reqs {
+		if q.Op != "capture" && q.Op != "cancel" {
+			continue
+		}
+		order, op, ok := strings.Cut(q.IdempotencyKey, ":")
+		if !ok {
+			continue
+		}
+		op, _, _ = strings.Cut(op, "-")
+		if sent[order] == nil {
+			sent[order] = map[string]bool{}
+		}
+		sent[order][op] = true
+	}
+	orders := make([]string, 0, len(sent))
+	for o, ops := range sent {
+		if ops["capturar"] && ops["cancelar"] {
+			orders = append(orders, o)
+		}
+	}
+	sort.Strings(orders)
+	for _, o := range orders {
+		r.BothSent++
+		r.sample("race: order %s had both a capture and a cancel sent to the provider", o)
+	}
+}
 
 // check compares the provider's effects, the database and what clients
 // were shown.
@@ -208,6 +240,7 @@ func (r *Report) Print(w io.Writer) {
 	line("phantom payments", "%d", r.Phantoms)
 	line("amount mismatches", "%d", r.AmountMismatches)
 	line("unexpected answers", "%d", r.Unexpected)
+	line("capture+cancel sent", "%d (orders where both reached the provider)", r.BothSent)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)
 	line("client operations", "captures %d, cancels %d, refunds %d; capture-vs-cancel races %d, double full refunds %d",

@@ -53,6 +53,19 @@ func (w *world) check() *Report {
 	return r
 }
 
+func TestCheckRaces(t *testing.T) {
+	t.Parallel()
+	r := &Report{}
+	r.checkRaces([]providersim.Request{
+		{Op: "capture", IdempotencyKey: "o1:capturar-v1"}, {Op: "capture", IdempotencyKey: "o1:capturar-v1"},
+		{Op: "cancel", IdempotencyKey: "o2:cancelar-v1"},
+		{Op: "capture", IdempotencyKey: "o3:capturar-v1"}, {Op: "cancel", IdempotencyKey: "o3:cancelar-v1"},
+	})
+	if r.BothSent != 1 || !strings.Contains(strings.Join(r.Samples, ""), "order o3") {
+		t.Fatalf("BothSent %d, samples %v; want order o3 only", r.BothSent, r.Samples)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	// A consistent world: an auto capture, a manual authorization captured

@@ -501,6 +501,12 @@ func (f *fleet) refund(ctx context.Context, rng *rand.Rand, order string, p *pay
 				f.surprise("refund "+order, a)
 				return false
 			}
+			if r.Status == "failed" {
+				// Every refund asked here fits what is left; an over-refund
+				// must be refused before any provider call (409), so a
+				// refund the provider turned down should never happen.
+				f.surprise("refund "+order+" failed at the provider", a)
+			}
 			if r.Status == "succeeded" || r.Status == "failed" {
 				f.mu.Lock()
 				f.refunds = append(f.refunds, refundSeen{Order: order, RefundID: r.ID, Status: r.Status})

@@ -7,6 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/payment"
@@ -145,13 +149,22 @@ func translate(err error) error {
 				return account.ErrCredentialsInUse
 			}
 		}
+		// Connection exceptions, a server shutting down or starting, and
+		// transient conflicts: the caller may retry with the same key.
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02",
+			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01":
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		return err
 	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
+	var (
+		ce  *pgconn.ConnectError
+		netErr net.Error
+	)
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ce) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err

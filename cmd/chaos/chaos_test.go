@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/acmepay/payments/internal/chaos"
+)
+
+// logWriter forwards whole lines to t.Log.
+type logWriter struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for {
+		line, err := w.buf.ReadString('\n')
+		if err != nil {
+			w.buf.WriteString(line)
+			return len(p), nil
+		}
+		w.t.Log(strings.TrimRight(line, "\n"))
+	}
+}
+
+// TestChaosShort is `make chaos -short` inside `make test`: the real
+// binaries, provider faults, replica kills and webhooks for about 30 s, then
+// reconciliation and the invariants.
+func TestChaosShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos run builds and runs the real binaries for about a minute; skipped in -short")
+	}
+	var figures bytes.Buffer
+	rep, err := chaos.Run(t.Context(), chaos.Config{Short: true, Out: &logWriter{t: t}})
+	if err != nil {
+		t.Fatalf("the chaos run could not be carried out: %v", err)
+	}
+	rep.Print(&figures)
+	t.Log(figures.String())
+	if n := rep.Violations(); n > 0 {
+		t.Fatalf("%d invariant violations:\n%s", n, figures.String())
+	}
+}
