@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
@@ -104,6 +105,11 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 		})
 	if errors.Is(err, ErrLiveOrderConflict) {
 		return idempotency.Response{}, s.liveOrderError(ctx, acct.ID, before.OrderID)
+	}
+	// A replay that made a new attempt answers 201 whatever that attempt's
+	// outcome; the payment it carries says whether it is still unknown.
+	if resp.Status == http.StatusAccepted {
+		resp.Status = http.StatusCreated
 	}
 	return resp, err
 }
