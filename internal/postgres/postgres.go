@@ -159,7 +159,7 @@ func translate(err error) error {
 		return err
 	}
 	var (
-		ce  *pgconn.ConnectError
+		ce     *pgconn.ConnectError
 		netErr net.Error
 	)
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) ||
