@@ -355,7 +355,9 @@ func TestReconcile(t *testing.T) {
 		// Attempt 2 never reaches the provider; attempt 1's declined intent
 		// carries the same payment_id.
 		e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.Error500BeforeEffect, Times: 1})
-		wantStatus(t, replay(e, id, "replay-prev"), http.StatusAccepted)
+		if r := replay(e, id, "replay-prev"); r.Status != http.StatusCreated || r.JSON(t)["status"] != "unknown" {
+			t.Fatalf("replay = %d %s, want 201 with the payment unknown", r.Status, r.Body)
+		}
 		e.Clock.Advance(3 * time.Minute)
 
 		wantSummary(t, runOnce(t, e, nil), 1, map[string]int{"failed": 1}, 0)

@@ -735,7 +735,10 @@ func TestWebhookEarlierAttempt(t *testing.T) {
 		drop := w.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.DropAfterEffect, Times: 2})
 		r := replayAs(w, id)
 		drop.Remove()
-		wantStatus(t, r, http.StatusAccepted)
+		wantStatus(t, r, http.StatusCreated)
+		if got := r.JSON(t)["status"]; got != "unknown" {
+			t.Fatalf("replayed payment status = %v, want unknown", got)
+		}
 		second := secondIntent(t, w, id)
 		if second.Status != "requires_capture" {
 			t.Fatalf("attempt 2 at the provider is %s, want requires_capture", second.Status)
