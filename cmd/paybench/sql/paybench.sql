@@ -1,0 +1,150 @@
+-- The statements paybench runs itself, named like the service's queries.
+-- {{db}} is replaced by a quoted identifier; everything else is a parameter.
+
+-- name: BenchDatabaseCreate
+CREATE DATABASE {{db}};
+
+-- name: BenchDatabaseDrop
+DROP DATABASE IF EXISTS {{db}} WITH (FORCE);
+
+-- How many more connections the server accepts, leaving the reserved
+-- superuser slots alone: pgbench's client count is capped by it.
+-- name: ConnectionsFree
+SELECT current_setting('max_connections')::int
+     - current_setting('superuser_reserved_connections')::int
+     - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int;
+
+-- name: ServerSettings
+SELECT current_setting('server_version') || ', max_connections=' || current_setting('max_connections')
+    || ', shared_buffers=' || current_setting('shared_buffers')
+    || ', fsync=' || current_setting('fsync')
+    || ', synchronous_commit=' || current_setting('synchronous_commit')
+    || ', autovacuum=' || current_setting('autovacuum');
+
+-- Before every step: the dead row versions of the previous step (the
+-- account row alone gets two per create) are gone, as autovacuum would have
+-- removed them, whatever the server's autovacuum setting.
+-- name: BenchVacuum
+VACUUM;
+
+-- Other tenants and their past payments, so the bench database looks like
+-- one in use rather than an empty one: on a table of a page or two the
+-- planner checks foreign keys by scanning it, and keeps that plan while the
+-- table grows by thousands of rows within a step. $1 tenants.
+-- name: SeedTenants
+INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, created_at)
+SELECT 'acct_seed_' || g, 'seeded tenant ' || g, sha256(convert_to('seed-api-' || g, 'UTF8')), '\x00',
+       sha256(convert_to('seed-hmac-' || g, 'UTF8')), now() - interval '1 year'
+FROM generate_series(1, $1::int) AS g;
+
+-- $1 payments spread over $2 seeded tenants, each captured by one attempt.
+-- name: SeedPayments
+INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
+                      status, provider_payment_id, amount_captured, created_at, updated_at)
+SELECT 'pay_seed_' || g, 'acct_seed_' || (1 + g % $2::int), 'ord_seed_' || g, 1, 1999, 'BRL', 'automatic',
+       'pm_card_visa', 'captured', 'pi_seed_' || g, 1999, now() - interval '1 day', now() - interval '1 day'
+FROM generate_series(1, $1::int) AS g;
+
+-- name: SeedAttempts
+INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status, request,
+                      provider_object_id, created_at, updated_at)
+SELECT 'att_seed_' || g, 'acct_seed_' || (1 + g % $2::int), 'pay_seed_' || g, 'ord_seed_' || g, 'autorizar', 1,
+       'ord_seed_' || g || ':autorizar-v1', 'succeeded', '{}', 'pi_seed_' || g,
+       now() - interval '1 day', now() - interval '1 day'
+FROM generate_series(1, $1::int) AS g;
+
+-- name: BenchVacuumAnalyze
+VACUUM (ANALYZE);
+
+-- The account pgbench writes as: its own row, so its event sequence is its
+-- own, like a second tenant of the same database.
+-- name: CeilingAccountSeed
+INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, created_at)
+VALUES ($1, 'paybench ceiling', sha256(convert_to($1 || ':api', 'UTF8')), '\x00', sha256(convert_to($1 || ':hmac', 'UTF8')), now())
+ON CONFLICT (id) DO NOTHING;
+
+-- Real payloads of the service's own rows, so pgbench writes the same sizes.
+-- name: PayloadSamples
+SELECT (SELECT request::text FROM attempts WHERE account_id = $1 LIMIT 1),
+       (SELECT payload::text FROM events WHERE account_id = $1 AND type <> 'payment.processing' LIMIT 1),
+       (SELECT convert_from(response_body, 'UTF8') FROM idempotency_keys
+         WHERE account_id = $1 AND response_status = 201 LIMIT 1);
+
+-- The single indexed read a replay needs, served by the minimal server.
+-- name: ReplayResponseGet
+SELECT response_status, response_body FROM idempotency_keys
+WHERE account_id = $1 AND operation = 'payments.create' AND key_hash = $2;
+
+-- name: HistoryUniqueConstraints
+SELECT conname::text, pg_get_constraintdef(oid) FROM pg_constraint
+WHERE conrelid = 'idempotency_keys'::regclass AND contype = 'u'
+ORDER BY conname;
+
+-- Secondary indexes that are not a constraint's; the primary key stays, as
+-- identity ids arrive in order and cost little to append.
+-- name: HistoryPlainIndexes
+SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index
+WHERE indrelid = 'idempotency_keys'::regclass AND NOT indisprimary
+  AND indexrelid NOT IN (SELECT conindid FROM pg_constraint WHERE conrelid = 'idempotency_keys'::regclass)
+ORDER BY 1;
+
+-- The bulk load skips the foreign key triggers (the rows refer only to the
+-- bench account) and does not wait for its commits.
+-- name: HistorySessionReplica
+SET session_replication_role = replica;
+
+-- name: HistorySessionAsync
+SET synchronous_commit = off;
+
+-- Rebuilding an index after the load sorts once instead of inserting ten
+-- million random keys one by one.
+-- name: HistorySessionSortMemory
+SET maintenance_work_mem = '512MB';
+
+-- name: HistoryConstraintDrop
+ALTER TABLE idempotency_keys DROP CONSTRAINT {{name}};
+
+-- A B-tree grown by random keys settles about 70% full; one built by
+-- sorting packs its leaves to 90%. The unique index on key hashes is built
+-- 70% full, like the index of a real history, and the setting is reset
+-- afterwards so the schema stays exactly the migrated one (fillfactor only
+-- matters while an index is built).
+-- name: HistoryConstraintAdd
+ALTER TABLE idempotency_keys ADD CONSTRAINT {{name}} {{def}} WITH (fillfactor = 70);
+
+-- name: HistoryIndexReset
+ALTER INDEX {{name}} RESET (fillfactor);
+
+-- name: HistoryIndexDrop
+DROP INDEX {{name}};
+
+-- {{def}} is the whole CREATE INDEX statement from pg_get_indexdef.
+-- name: HistoryIndexCreate
+{{def}};
+
+-- The history a tenant accumulates under the default windows: keys spread
+-- over the last 399 days, the ones older than IDEMPOTENCY_RESPONSE_TTL (72h)
+-- already purged to tombstones, the recent ones completed with a stored
+-- response. Nothing is old enough for the purge job to touch. $1 account,
+-- $2..$3 this chunk of the series, $4 the total, $5 a stored response.
+-- name: HistoryInsert
+INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, state, response_status, response_body,
+                              created_at, updated_at, completed_at, purged_at)
+SELECT $1, 'payments.create', sha256(int8send(g) || '\x686973746f7279'::bytea), sha256(int8send(-g)), 'completed', 201,
+       CASE WHEN s.t > now() - interval '72 hours' THEN $5::bytea END,
+       s.t, s.t, s.t,
+       CASE WHEN s.t <= now() - interval '72 hours' THEN s.t + interval '72 hours' END
+FROM generate_series($2::bigint, $3::bigint) AS g,
+     LATERAL (SELECT now() - interval '399 days' * (($4::bigint - g)::float8 / $4::bigint) AS t) AS s;
+
+-- name: HistoryVacuum
+VACUUM (ANALYZE) idempotency_keys;
+
+-- name: Checkpoint
+CHECKPOINT;
+
+-- name: HistorySizes
+SELECT (SELECT count(*) FROM idempotency_keys),
+       pg_size_pretty(pg_total_relation_size('idempotency_keys')),
+       pg_size_pretty(pg_relation_size((SELECT conindid FROM pg_constraint
+                                        WHERE conrelid = 'idempotency_keys'::regclass AND contype = 'u' LIMIT 1)));
