@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acmepay/payments/internal/payment"
@@ -62,6 +63,17 @@ type Service struct {
 	aead  cipher.AEAD
 	mac   []byte
 	now   func() time.Time
+	// keys caches authenticated API keys by hash for cacheTTL: every
+	// request authenticates, and accounts are never changed in place.
+	keys sync.Map // string(hash) → cachedAccount
+}
+
+// cacheTTL bounds how long an authenticated key is trusted without a read.
+const cacheTTL = 30 * time.Second
+
+type cachedAccount struct {
+	account Account
+	until   time.Time
 }
 
 // NewService takes the 32-byte ENCRYPTION_KEY.
@@ -123,11 +135,19 @@ func (s *Service) Authenticate(ctx context.Context, apiKey string) (Account, err
 	if apiKey == "" {
 		return Account{}, payment.ErrNotFound
 	}
-	row, err := s.store.AccountByAPIKeyHash(ctx, HashAPIKey(apiKey))
+	hash := HashAPIKey(apiKey)
+	if c, ok := s.keys.Load(string(hash)); ok && time.Now().Before(c.(cachedAccount).until) {
+		return c.(cachedAccount).account, nil
+	}
+	row, err := s.store.AccountByAPIKeyHash(ctx, hash)
 	if err != nil {
 		return Account{}, err
 	}
-	return s.open(row)
+	a, err := s.open(row)
+	if err == nil {
+		s.keys.Store(string(hash), cachedAccount{account: a, until: time.Now().Add(cacheTTL)})
+	}
+	return a, err
 }
 
 // Get returns an account by id.
