@@ -13,14 +13,12 @@ import (
 	"github.com/acmepay/payments/internal/provider/providersim"
 )
 
-func createBody(order string, amount int) string {
-	return fmt.Sprintf(`{"order_id":%q,"amount":%d,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}`, order, amount)
-}
-
-func create(e *apitest.Env, key, body string) *apitest.Response {
-	e.T.Helper()
-	return e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body})
-}
+var (
+	createBody  = apitest.CreateBody
+	create      = (*apitest.Env).Create
+	wantStatus  = apitest.WantStatus
+	wantEffects = apitest.WantAuthorizations
+)
 
 // authorizeKeys lists the provider keys of every authorize request the
 // simulator received.
@@ -32,20 +30,6 @@ func authorizeKeys(sim *providersim.Server) []string {
 		}
 	}
 	return keys
-}
-
-func wantStatus(t *testing.T, r *apitest.Response, want int) {
-	t.Helper()
-	if r.Status != want {
-		t.Fatalf("status = %d, want %d; body %s", r.Status, want, r.Body)
-	}
-}
-
-func wantEffects(t *testing.T, sim *providersim.Server, want int) {
-	t.Helper()
-	if got := sim.Stats().Authorizations; got != want {
-		t.Fatalf("authorizations at the provider = %d, want %d", got, want)
-	}
 }
 
 func TestCreate(t *testing.T) {

@@ -66,9 +66,7 @@ func (s *countingStore) PurgeResponses(ctx context.Context, before, now time.Tim
 	return n, err
 }
 
-func createBody(order string, amount int) string {
-	return fmt.Sprintf(`{"order_id":%q,"amount":%d,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}`, order, amount)
-}
+var createBody = apitest.CreateBody
 
 func (b *bundle) create(key, body string) *apitest.Response {
 	b.T.Helper()
@@ -122,19 +120,10 @@ func purgeOnce(t *testing.T, p *retention.Purger, want retention.Result) {
 	}
 }
 
-func wantStatus(t *testing.T, r *apitest.Response, want int) {
-	t.Helper()
-	if r.Status != want {
-		t.Fatalf("status = %d, want %d; body %s", r.Status, want, r.Body)
-	}
-}
-
-func wantEffects(t *testing.T, sim *providersim.Server, want int) {
-	t.Helper()
-	if got := sim.Stats().Authorizations; got != want {
-		t.Fatalf("authorizations at the provider = %d, want %d", got, want)
-	}
-}
+var (
+	wantStatus  = apitest.WantStatus
+	wantEffects = apitest.WantAuthorizations
+)
 
 func TestPurgeOnce(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,37 @@
+package apitest
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/acmepay/payments/internal/provider/providersim"
+)
+
+// CreateBody is a manual-capture create request for an order.
+func CreateBody(order string, amount int) string {
+	return fmt.Sprintf(`{"order_id":%q,"amount":%d,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}`, order, amount)
+}
+
+// Create posts a create with a client key.
+func (e *Env) Create(key, body string) *Response {
+	e.T.Helper()
+	return e.Do(Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body})
+}
+
+// WantStatus fails the test unless the response has the status.
+func WantStatus(t testing.TB, r *Response, want int) {
+	t.Helper()
+	if r.Status != want {
+		t.Fatalf("status = %d, want %d; body %s", r.Status, want, r.Body)
+	}
+}
+
+// WantAuthorizations fails the test unless the simulator performed exactly
+// want successful authorizations.
+func WantAuthorizations(t testing.TB, sim *providersim.Server, want int) {
+	t.Helper()
+	if got := sim.Stats().Authorizations; got != want {
+		t.Fatalf("authorizations at the provider = %d, want %d", got, want)
+	}
+}
