@@ -24,10 +24,11 @@ INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, p
 VALUES ('att_pgb_' || CAST(:id AS text), :acct, 'pay_pgb_' || CAST(:id AS text), 'ord_pgb_' || CAST(:id AS text),
         'autorizar', 1, 'ord_pgb_' || CAST(:id AS text) || ':' || 'autorizar-v1', 'processing',
         CAST(:attempt_request AS jsonb), now() + interval '30 seconds', now(), now());
-WITH next AS (UPDATE accounts SET event_seq = event_seq + 1 WHERE id = :acct RETURNING event_seq)
+WITH next AS (INSERT INTO account_event_seqs (account_id, seq) VALUES (:acct, 1)
+              ON CONFLICT (account_id) DO UPDATE SET seq = account_event_seqs.seq + 1 RETURNING seq)
 INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
 SELECT 'evt_pgb_' || CAST(:id AS text) || '_1', :acct, 'pay_pgb_' || CAST(:id AS text), 'payment.processing',
-       CAST(:event_payload AS jsonb), now(), next.event_seq FROM next;
+       CAST(:event_payload AS jsonb), now(), next.seq FROM next;
 COMMIT;
 BEGIN;
 UPDATE idempotency_keys
@@ -37,8 +38,9 @@ WHERE account_id = :acct AND operation = 'payments.create' AND key_hash = sha256
 UPDATE payments
 SET status = 'authorized', provider_payment_id = 'pi_pgb_' || CAST(:id AS text), updated_at = now()
 WHERE id = 'pay_pgb_' || CAST(:id AS text);
-WITH next AS (UPDATE accounts SET event_seq = event_seq + 1 WHERE id = :acct RETURNING event_seq)
+WITH next AS (INSERT INTO account_event_seqs (account_id, seq) VALUES (:acct, 1)
+              ON CONFLICT (account_id) DO UPDATE SET seq = account_event_seqs.seq + 1 RETURNING seq)
 INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
 SELECT 'evt_pgb_' || CAST(:id AS text) || '_2', :acct, 'pay_pgb_' || CAST(:id AS text), 'payment.authorized',
-       CAST(:event_payload AS jsonb), now(), next.event_seq FROM next;
+       CAST(:event_payload AS jsonb), now(), next.seq FROM next;
 COMMIT;

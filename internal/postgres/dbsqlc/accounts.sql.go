@@ -11,7 +11,7 @@ import (
 )
 
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq, events_read_seq FROM accounts WHERE api_key_hash = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq FROM accounts WHERE api_key_hash = $1
 `
 
 func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte) (Account, error) {
@@ -25,14 +25,13 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.StripeSecretHmac,
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
-		&i.EventSeq,
 		&i.EventsReadSeq,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq, events_read_seq FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -46,7 +45,6 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.StripeSecretHmac,
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
-		&i.EventSeq,
 		&i.EventsReadSeq,
 	)
 	return i, err
@@ -55,7 +53,7 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, event_seq, events_read_seq
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq
 `
 
 type AccountInsertParams struct {
@@ -87,7 +85,6 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.StripeSecretHmac,
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
-		&i.EventSeq,
 		&i.EventsReadSeq,
 	)
 	return i, err

@@ -87,11 +87,12 @@ func (q *Queries) AuditListByPayment(ctx context.Context, paymentID string) ([]A
 }
 
 const eventBacklog = `-- name: EventBacklog :one
-SELECT COALESCE(SUM(a.event_seq - a.events_read_seq), 0)::bigint AS unread,
+SELECT COALESCE(SUM(s.seq - a.events_read_seq), 0)::bigint AS unread,
        COALESCE(EXTRACT(EPOCH FROM ($1::timestamptz - MIN(e.created_at))), 0)::float8 AS oldest_age_seconds
-FROM accounts a
+FROM account_event_seqs s
+JOIN accounts a ON a.id = s.account_id
 LEFT JOIN events e ON e.account_id = a.id AND e.seq = a.events_read_seq + 1
-WHERE a.event_seq > a.events_read_seq
+WHERE s.seq > a.events_read_seq
 `
 
 type EventBacklogRow struct {
@@ -108,10 +109,12 @@ func (q *Queries) EventBacklog(ctx context.Context, now time.Time) (EventBacklog
 
 const eventInsert = `-- name: EventInsert :exec
 WITH next AS (
-    UPDATE accounts SET event_seq = event_seq + 1 WHERE id = $2 RETURNING event_seq
+    INSERT INTO account_event_seqs (account_id, seq) VALUES ($2, 1)
+    ON CONFLICT (account_id) DO UPDATE SET seq = account_event_seqs.seq + 1
+    RETURNING seq
 )
 INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
-SELECT $1, $2, $3, $4, $5, $6, next.event_seq FROM next
+SELECT $1, $2, $3, $4, $5, $6, next.seq FROM next
 `
 
 type EventInsertParams struct {
@@ -123,8 +126,8 @@ type EventInsertParams struct {
 	CreatedAt time.Time
 }
 
-// The account row stays locked until commit, so the next writer's number
-// comes after this one commits.
+// The account's counter row stays locked until commit, so the next
+// writer's number comes after this one commits: gapless, in commit order.
 func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error {
 	_, err := q.db.Exec(ctx, eventInsert,
 		arg.ID,

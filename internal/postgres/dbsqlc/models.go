@@ -16,8 +16,12 @@ type Account struct {
 	StripeSecretHmac []byte
 	WebhookSecretEnc []byte
 	CreatedAt        time.Time
-	EventSeq         int64
 	EventsReadSeq    int64
+}
+
+type AccountEventSeq struct {
+	AccountID string
+	Seq       int64
 }
 
 type Attempt struct {

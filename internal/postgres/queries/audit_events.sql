@@ -5,14 +5,16 @@ VALUES (@account_id, @payment_id, @at, @actor, @action, @reason, @details);
 -- name: AuditListByPayment :many
 SELECT * FROM audit_log WHERE payment_id = @payment_id ORDER BY id;
 
--- The account row stays locked until commit, so the next writer's number
--- comes after this one commits.
+-- The account's counter row stays locked until commit, so the next
+-- writer's number comes after this one commits: gapless, in commit order.
 -- name: EventInsert :exec
 WITH next AS (
-    UPDATE accounts SET event_seq = event_seq + 1 WHERE id = @account_id RETURNING event_seq
+    INSERT INTO account_event_seqs (account_id, seq) VALUES (@account_id, 1)
+    ON CONFLICT (account_id) DO UPDATE SET seq = account_event_seqs.seq + 1
+    RETURNING seq
 )
 INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
-SELECT @id, @account_id, @payment_id, @type, @payload, @created_at, next.event_seq FROM next;
+SELECT @id, @account_id, @payment_id, @type, @payload, @created_at, next.seq FROM next;
 
 -- name: EventListAfter :many
 SELECT * FROM events
@@ -31,8 +33,9 @@ UPDATE accounts SET events_read_seq = @seq
 WHERE id = @id AND events_read_seq < @seq;
 
 -- name: EventBacklog :one
-SELECT COALESCE(SUM(a.event_seq - a.events_read_seq), 0)::bigint AS unread,
+SELECT COALESCE(SUM(s.seq - a.events_read_seq), 0)::bigint AS unread,
        COALESCE(EXTRACT(EPOCH FROM (sqlc.arg(now)::timestamptz - MIN(e.created_at))), 0)::float8 AS oldest_age_seconds
-FROM accounts a
+FROM account_event_seqs s
+JOIN accounts a ON a.id = s.account_id
 LEFT JOIN events e ON e.account_id = a.id AND e.seq = a.events_read_seq + 1
-WHERE a.event_seq > a.events_read_seq;
+WHERE s.seq > a.events_read_seq;
