@@ -1,0 +1,42 @@
+package main
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{
+		"DATABASE_URL":   "postgres://127.0.0.1/x",
+		"ENCRYPTION_KEY": base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != ":8080" || c.ProviderTimeout != 10*time.Second || c.InProgressLease != 30*time.Second ||
+		c.ResponseTTL != 72*time.Hour || c.TombstoneTTL != 9600*time.Hour || c.ProviderKeyRetention != 24*time.Hour {
+		t.Fatalf("defaults = %+v", c)
+	}
+	// Short windows for tests and drills start: a short lease is safe (the
+	// same provider key is re-sent), a short tombstone window only forgets.
+	c, err = loadConfig(env("IN_PROGRESS_LEASE", "1s", "IDEMPOTENCY_TOMBSTONE_TTL", "1s", "IDEMPOTENCY_RESPONSE_TTL", "2s"))
+	if err != nil || c.InProgressLease != time.Second || c.TombstoneTTL != time.Second {
+		t.Fatalf("short windows: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"RECONCILE_AFTER", "-1s"}, {"PURGE_INTERVAL", "soon"}, {"ENCRYPTION_KEY", "!!"}} {
+		if _, err := loadConfig(env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%s: err %v, want one naming the setting", bad[0], bad[1], err)
+		}
+	}
+}
