@@ -32,7 +32,8 @@ func failedNotFound(t *testing.T, e *apitest.Env, order string) string {
 	t.Helper()
 	e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.Error500BeforeEffect, Times: 1})
 	id := createUnknown(t, e, "k-"+order, createBody(order, 2000))["id"].(string)
-	e.Clock.Advance(3 * time.Minute)
+	// Past the key's re-send window, and past the search grace.
+	e.Clock.Advance(max(3*time.Minute, e.Opts.KeyRetention+time.Minute))
 	wantSummary(t, runOnce(t, e, nil), 1, map[string]int{"failed": 1}, 0)
 	return id
 }
@@ -118,7 +119,8 @@ func TestAdminReplay(t *testing.T) {
 
 	t.Run("UnknownNewAttemptAnswers201ThenRecovers", func(t *testing.T) {
 		t.Parallel()
-		e := apitest.New(t, apitest.Options{KeyRetention: time.Minute, SearchGrace: 2 * time.Minute})
+		// Long enough a retention that attempt 2 is re-sent inside its window.
+		e := apitest.New(t, apitest.Options{KeyRetention: 10 * time.Minute, SearchGrace: 2 * time.Minute})
 		id := failedNotFound(t, e, "pedido-r202")
 		e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.Error500BeforeEffect, Times: 1})
 		first := replay(e, id, "replay-202")

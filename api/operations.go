@@ -75,7 +75,7 @@ func (s *Server) mutation(w http.ResponseWriter, r *http.Request, optionalBody b
 	// A crash here leaves a committed outcome and an unanswered client: the
 	// retry must get the stored response.
 	failpoint("before-response")
-	writeStored(w, resp)
+	s.writeStored(w, r, resp)
 }
 
 func (s *Server) capturePayment(w http.ResponseWriter, r *http.Request) {

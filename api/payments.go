@@ -54,9 +54,22 @@ func idempotencyKey(r *http.Request) (string, error) {
 }
 
 // writeStored writes an idempotent result: a replay is the stored status
-// and body, byte for byte.
-func writeStored(w http.ResponseWriter, resp idempotency.Response) {
+// and body, byte for byte. A stored error answer (a provider's refusal) is
+// rendered as problem+json like any other error.
+func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, resp idempotency.Response) {
 	h := w.Header()
+	if resp.Status >= 400 {
+		e, err := payment.DecodeStoredError(resp.Body)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if resp.Replayed {
+			h.Set("Idempotent-Replayed", "true")
+		}
+		s.writeError(w, r, e)
+		return
+	}
 	h.Set("Content-Type", "application/json")
 	if resp.Replayed {
 		h.Set("Idempotent-Replayed", "true")

@@ -26,6 +26,7 @@ var statusOf = map[payment.Code]int{
 	payment.CodeInvalidState:          http.StatusConflict,
 	payment.CodeRefundExceedsCaptured: http.StatusConflict,
 	payment.CodeOutcomeUnknown:        http.StatusConflict,
+	payment.CodeProviderRejected:      http.StatusConflict,
 	payment.CodeCredentialsInUse:      http.StatusConflict,
 	payment.CodeRequestTooLarge:       http.StatusRequestEntityTooLarge,
 	payment.CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
@@ -44,6 +45,8 @@ type problem struct {
 	RequestID string               `json:"request_id"`
 	Errors    []payment.FieldError `json:"errors,omitempty"`
 	PaymentID string               `json:"payment_id,omitempty"`
+	// ProviderCode is the provider's reason for a provider_rejected.
+	ProviderCode string `json:"provider_code,omitempty"`
 }
 
 // writeError is the only writer of problem+json. Unexpected errors are
@@ -74,7 +77,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	_ = json.NewEncoder(w).Encode(problem{
 		Type: "https://docs.acmepay.dev/problems/" + string(e.Code), Title: http.StatusText(status),
 		Status: status, Detail: e.Message, Code: e.Code, RequestID: logging.RequestID(r.Context()),
-		Errors: e.Fields, PaymentID: e.PaymentID,
+		Errors: e.Fields, PaymentID: e.PaymentID, ProviderCode: e.ProviderCode,
 	})
 }
 

@@ -7,7 +7,8 @@ import (
 	"net/http"
 
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/webhook"
+	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/provider/stripe"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -33,8 +34,8 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	n, err := webhook.Parse(body, r.Header.Get("Stripe-Signature"), acct.WebhookSecret)
-	if errors.Is(err, webhook.ErrSignature) {
+	n, err := stripe.ParseEvent(body, r.Header.Get("Stripe-Signature"), acct.WebhookSecret)
+	if errors.Is(err, provider.ErrSignature) {
 		s.metrics.Webhook("rejected")
 		s.log.WarnContext(r.Context(), "webhook signature rejected", slog.String("account_id", acct.ID))
 		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "invalid Stripe-Signature"))
@@ -45,7 +46,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	outcome := payment.DeliveryIgnored
-	if webhook.Handled[n.Type] {
+	if n.Kind != provider.EventOther {
 		outcome, err = s.payments.ApplyNotice(r.Context(), acct.Payer(), n)
 	} else {
 		outcome, err = s.payments.RecordIgnored(r.Context(), acct.Payer(), n)

@@ -899,7 +899,12 @@ func TestWebhookChargeRefunded(t *testing.T) {
 		drop := w.Sim.Inject(providersim.Fault{Op: "refund", Kind: providersim.DropAfterEffect, Times: 2})
 		wantStatus(t, w.api(apitest.Request{Method: http.MethodPost, Path: "/v1/payments/" + id + "/refunds", Key: "k-r1", Body: `{"amount":500}`}), http.StatusAccepted)
 		drop.Remove()
-		wantOutcome(t, w.deliver(t, chargeRefunded("evt_ref_lost", in.LatestCharge, in.ID, 500)), "ignored")
+		// The provider says 500 was refunded: the payment shows it at once,
+		// and the refund's own resolution later does not add it again.
+		wantOutcome(t, w.deliver(t, chargeRefunded("evt_ref_lost", in.LatestCharge, in.ID, 500)), "applied")
+		if p := w.payment(t, id); p["amount_refunded"] != float64(500) {
+			t.Fatalf("amount_refunded after the event = %v, want 500", p["amount_refunded"])
+		}
 		r := w.api(apitest.Request{Method: http.MethodPost, Path: "/v1/payments/" + id + "/refunds", Key: "k-r1", Body: `{"amount":500}`})
 		wantStatus(t, r, http.StatusCreated)
 		if p := w.payment(t, id); p["amount_refunded"] != float64(500) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -182,12 +183,9 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, n
 // run calls the provider for an owned attempt, outside any transaction,
 // then records the outcome and completes the key in transaction 2.
 func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) (idempotency.Response, error) {
-	res := s.call(ctx, acct, w.payment, w.attempt)
-	// The provider has answered: record it even if the client has gone
-	// away, or the answer is lost and the attempt waits out its lease.
-	ctx = context.WithoutCancel(ctx)
+	res := s.call(ctx, acct, w.payment, w.attempt, w.recovered)
 	var resp idempotency.Response
-	err := s.store.WithTx(ctx, func(tx Tx) error {
+	err := s.settle(ctx, w.attempt, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
 		// Lock order everywhere: key, then payment, then the account's
 		// event sequence.
@@ -220,9 +218,46 @@ func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) 
 	return resp, err
 }
 
+// settleTries bounds how often the transaction that records a provider's
+// answer is tried.
+const settleTries = 3
+
+// settle runs the transaction that records a provider's answer: even if the
+// client has gone away, each try bounded by the settle timeout so a stalled
+// database cannot hold the request for ever, and retried before giving up.
+// When every try fails the answer is not lost for good: the attempt's lease
+// expires and recovery asks the provider again with the same key.
+func (s *Service) settle(ctx context.Context, a *Attempt, fn func(ctx context.Context, tx Tx) error) error {
+	base := context.WithoutCancel(ctx)
+	var err error
+	for try := 1; ; try++ {
+		tctx, cancel := context.WithTimeout(base, s.settleTimeout)
+		err = s.store.WithTx(tctx, func(tx Tx) error { return fn(tctx, tx) })
+		cancel()
+		var domain *Error
+		if err == nil || errors.As(err, &domain) || try == settleTries {
+			break
+		}
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "provider answer not recorded; recovery will ask the provider again with the same key",
+			slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID), slog.String("error", err.Error()))
+	}
+	return err
+}
+
 // respond renders the answer of an attempt's operation in the payment's
-// current state: 201/200 when the outcome is known, 202 while it is not.
+// current state: 201/200 when the outcome is known, 202 while it is not,
+// and 409 provider_rejected, with the provider's code, when the provider
+// refused a capture, cancel or refund.
 func (s *Service) respond(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
+	if a.Operation != OpAuthorize && a.Status == AttemptFailed {
+		e := &Error{Code: CodeProviderRejected, PaymentID: p.ID, ProviderCode: a.FailureCode,
+			Message: "the provider refused to " + verbOf(a.Operation) + " the payment; nothing was changed"}
+		body, err := e.encodeStored()
+		return idempotency.Response{Status: http.StatusConflict, Body: body}, err
+	}
 	var (
 		v      any = p
 		status int
@@ -250,4 +285,14 @@ func (s *Service) respond(ctx context.Context, tx Tx, p *Payment, a *Attempt) (i
 	}
 	body, err := json.Marshal(v)
 	return idempotency.Response{Status: status, Body: body}, err
+}
+
+func verbOf(op Operation) string {
+	switch op {
+	case OpCapture:
+		return "capture"
+	case OpCancel:
+		return "cancel"
+	}
+	return "refund"
 }

@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -22,6 +23,7 @@ const (
 	CodeInvalidState          Code = "invalid_state"
 	CodeRefundExceedsCaptured Code = "refund_exceeds_captured"
 	CodeOutcomeUnknown        Code = "outcome_unknown"
+	CodeProviderRejected      Code = "provider_rejected"
 	CodeCredentialsInUse      Code = "provider_credentials_in_use"
 	CodeUnavailable           Code = "unavailable"
 	CodeInternal              Code = "internal_error"
@@ -40,6 +42,31 @@ type Error struct {
 	Message   string
 	Fields    []FieldError
 	PaymentID string
+	// ProviderCode is the provider's reason for a provider_rejected.
+	ProviderCode string
+}
+
+// storedError is how an error answer is kept under a client key, so that a
+// retry gets the same answer; the api renders it as problem+json.
+type storedError struct {
+	Code         Code   `json:"code"`
+	Message      string `json:"detail"`
+	PaymentID    string `json:"payment_id,omitempty"`
+	ProviderCode string `json:"provider_code,omitempty"`
+}
+
+// encodeStored renders e for storage under a client key.
+func (e *Error) encodeStored() ([]byte, error) {
+	return json.Marshal(storedError{Code: e.Code, Message: e.Message, PaymentID: e.PaymentID, ProviderCode: e.ProviderCode})
+}
+
+// DecodeStoredError reads an error answer stored under a client key.
+func DecodeStoredError(body []byte) (*Error, error) {
+	var se storedError
+	if err := json.Unmarshal(body, &se); err != nil || se.Code == "" {
+		return nil, fmt.Errorf("payment: stored error answer unreadable: %v", err)
+	}
+	return &Error{Code: se.Code, Message: se.Message, PaymentID: se.PaymentID, ProviderCode: se.ProviderCode}, nil
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

@@ -92,10 +92,13 @@ type Payment struct {
 	ProviderPaymentID string
 	AmountCaptured    int64
 	AmountRefunded    int64
-	FailureCode       string
-	FailureMessage    string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// ProviderAmountRefunded is the refunded total the provider last
+	// reported; AmountRefunded never shows less.
+	ProviderAmountRefunded int64
+	FailureCode            string
+	FailureMessage         string
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
 }
 
 // AttemptStatus is the state of one provider call.
@@ -124,9 +127,12 @@ type Attempt struct {
 	Status           AttemptStatus
 	Request          json.RawMessage
 	ProviderObjectID string
-	LeaseExpiresAt   *time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// FailureCode and FailureMessage explain a failed attempt.
+	FailureCode    string
+	FailureMessage string
+	LeaseExpiresAt *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // RefundStatus is the state of a refund.

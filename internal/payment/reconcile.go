@@ -44,9 +44,9 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 	if err != nil {
 		return Resolution{}, err
 	}
-	out := s.call(ctx, acct, p, a)
+	out := s.call(ctx, acct, p, a, true)
 	res := Resolution{AttemptID: a.ID, Operation: a.Operation}
-	err = s.store.WithTx(ctx, func(tx Tx) error {
+	err = s.settle(ctx, a, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
 		rec, err := tx.KeyLockByAttempt(ctx, a.ID)
 		hasKey := err == nil

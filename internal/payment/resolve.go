@@ -17,64 +17,130 @@ type outcome struct {
 	Refund *provider.Refund
 }
 
+// Bounds of the re-send window (CONTRACT §5) that the provider's own
+// retries add to PROVIDER_TIMEOUT.
+const (
+	// retryBackoffMax is the longest pause a client library takes between
+	// two sends of one call (stripe-go's is 5 s).
+	retryBackoffMax = 5 * time.Second
+	// clockSkew covers the difference between this clock and the
+	// provider's.
+	clockSkew = time.Minute
+)
+
+// resendMargin is how long before the provider forgets a key the service
+// stops re-sending it: every send of one call (the library's retries, each
+// of which net/http may silently re-send once on a broken reused
+// connection) at PROVIDER_TIMEOUT, their backoff, and clock skew.
+func resendMargin(timeout time.Duration, retries int) time.Duration {
+	return timeout*time.Duration(2*(1+retries)) + time.Duration(retries)*retryBackoffMax + clockSkew
+}
+
+// resendUntil is the instant after which an attempt's provider key is
+// never sent again: past it only lookups may learn the outcome.
+func (s *Service) resendUntil(a *Attempt) time.Time {
+	return a.CreatedAt.Add(s.keyRetention - s.resendMargin)
+}
+
 // call learns the outcome of an attempt without ever starting a new one.
-// With the provider object's id known and nothing to send, it asks the
-// provider; within the provider's key retention it re-sends the attempt's
-// exact request with its key, so the provider replays instead of acting
-// twice; past the retention, where a re-sent key may act again, it only
-// queries the provider's state.
-func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt) outcome {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.providerTimeout)
+// A first send sends the attempt's request. A recovery (recovered is set:
+// the key may have been sent before) asks the provider for a known object;
+// inside the key's re-send window it re-sends the exact request with its
+// key, with a deadline that ends inside the window, so the provider replays
+// instead of acting twice; past the window, where a re-sent key would act
+// again, it only looks objects up. provider.Judge decides what each answer
+// proves.
+func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt, recovered bool) outcome {
+	now := s.clock()
+	timeout := s.providerTimeout
+	until := s.resendUntil(a)
+	inWindow := now.Before(until)
+	if recovered && inWindow {
+		timeout = min(timeout, until.Sub(now))
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	start := time.Now()
-	withinRetention := s.clock().Sub(a.CreatedAt) < s.keyRetention
 	var (
 		out  outcome
 		verb = "send"
 	)
 	switch {
-	case a.Operation == OpAuthorize && a.ProviderObjectID != "":
+	case recovered && a.Operation == OpAuthorize && a.ProviderObjectID != "":
 		verb = "retrieve"
 		out = intentOutcome(s.provider.RetrieveIntent(cctx, acct.Credentials, a.ProviderObjectID))
-	case withinRetention:
-		out = s.resend(cctx, acct, a)
-	case a.Operation == OpAuthorize:
-		verb = "search"
-		in, err := s.provider.SearchIntentByPaymentID(cctx, acct.Credentials, p.ID)
+	case !recovered || inWindow:
+		out = s.send(cctx, acct, a)
+		out.Outcome = provider.Judge(out.Answer, provider.Send{
+			Recovery: recovered || out.Resent, InWindow: true, Authorize: a.Operation == OpAuthorize})
+	default:
+		verb, out = s.lookup(cctx, acct, p, a, now)
+	}
+	s.metrics.ProviderCall(a.Operation, out.Outcome, time.Since(start))
+	s.log.LogAttrs(ctx, slog.LevelInfo, "provider call",
+		slog.String("payment_id", p.ID), slog.String("attempt_id", a.ID), slog.String("operation", string(a.Operation)),
+		slog.String("call", verb), slog.Bool("recovery", recovered), slog.String("answer", string(out.Answer)),
+		slog.String("outcome", string(out.Outcome)), slog.Any("error", out.Err))
+	return out
+}
+
+// lookup learns an attempt's outcome past its re-send window from the
+// provider's objects: the intent an authorization made (searched by the
+// payment's id), the intent a capture or cancel acted on, or the refund
+// carrying the service's refund id.
+func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attempt, now time.Time) (string, outcome) {
+	notFound := func(err error) outcome {
+		if errors.Is(err, provider.ErrNotFound) && now.Sub(a.CreatedAt) >= s.searchGrace {
+			return outcome{Result: provider.Result{Outcome: provider.Failed, FailureCode: "not_found_at_provider",
+				FailureMessage: "the provider has no record of this attempt"}}
+		}
+		return outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerIndeterminate, Err: err}}
+	}
+	switch a.Operation {
+	case OpAuthorize:
+		in, err := s.provider.SearchIntentByPaymentID(ctx, acct.Credentials, p.ID)
 		if err == nil && in.Metadata["attempt"] != strconv.Itoa(a.Number) {
 			// An earlier attempt of the same payment (before an ops replay)
 			// carries the same payment_id: its intent says nothing about
 			// this attempt.
 			in, err = nil, provider.ErrNotFound
 		}
-		out = intentOutcome(in, err)
-		if errors.Is(err, provider.ErrNotFound) && s.clock().Sub(a.CreatedAt) >= s.searchGrace {
-			out = outcome{Result: provider.Result{Outcome: provider.Failed, FailureCode: "not_found_at_provider",
-				FailureMessage: "the provider has no record of this attempt"}}
+		if err != nil {
+			return "search", notFound(err)
 		}
-	case a.Operation == OpCapture || a.Operation == OpCancel:
-		// The intent's state tells whether the capture or cancel happened.
-		verb = "retrieve"
-		in, err := s.provider.RetrieveIntent(cctx, acct.Credentials, p.ProviderPaymentID)
-		out = intentOutcome(in, err)
-		if err == nil {
-			out = inferFromIntent(a.Operation, in)
+		return "search", intentOutcome(in, nil)
+	case OpCapture, OpCancel:
+		in, err := s.provider.RetrieveIntent(ctx, acct.Credentials, p.ProviderPaymentID)
+		if err != nil {
+			return "retrieve", intentOutcome(nil, err)
 		}
+		return "retrieve", inferFromIntent(a.Operation, in)
 	default:
-		// A refund past the key retention: no safe way to ask; ops decide.
-		verb = "none"
-		out = outcome{Result: provider.Result{Outcome: provider.Unknown, Err: errors.New("refund past the provider key retention")}}
+		var req provider.RefundRequest
+		if err := json.Unmarshal(a.Request, &req); err != nil {
+			return "list_refunds", outcome{Result: provider.Result{Outcome: provider.Unknown, Err: err}}
+		}
+		refunds, err := s.provider.ListRefunds(ctx, acct.Credentials, req.IntentID)
+		if err != nil {
+			return "list_refunds", intentOutcome(nil, err)
+		}
+		for i := range refunds {
+			if id := req.Metadata["refund_id"]; id != "" && refunds[i].Metadata["refund_id"] == id {
+				return "list_refunds", outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject},
+					Refund: &refunds[i]}
+			}
+		}
+		// The list is complete and strongly consistent: a refund sent
+		// before the key was forgotten would be in it.
+		return "list_refunds", notFound(provider.ErrNotFound)
 	}
-	s.metrics.ProviderCall(a.Operation, out.Outcome, time.Since(start))
-	s.log.LogAttrs(ctx, slog.LevelInfo, "provider call",
-		slog.String("payment_id", p.ID), slog.String("attempt_id", a.ID), slog.String("operation", string(a.Operation)),
-		slog.String("call", verb), slog.String("outcome", string(out.Outcome)), slog.Any("error", out.Err))
-	return out
 }
 
-// resend sends the attempt's stored request unchanged.
-func (s *Service) resend(ctx context.Context, acct Account, a *Attempt) outcome {
-	fail := func(err error) outcome { return outcome{Result: provider.Result{Outcome: provider.Unknown, Err: err}} }
+// send sends the attempt's stored request unchanged.
+func (s *Service) send(ctx context.Context, acct Account, a *Attempt) outcome {
+	fail := func(err error) outcome {
+		return outcome{Result: provider.Result{Answer: provider.AnswerIndeterminate, Err: err}}
+	}
 	switch a.Operation {
 	case OpAuthorize:
 		var r provider.AuthorizeRequest
@@ -100,7 +166,7 @@ func (s *Service) resend(ctx context.Context, acct Account, a *Attempt) outcome 
 			return fail(err)
 		}
 		rr := s.provider.Refund(ctx, acct.Credentials, r)
-		return outcome{Result: provider.Result{Outcome: rr.Outcome, FailureCode: rr.FailureCode,
+		return outcome{Result: provider.Result{Answer: rr.Answer, Resent: rr.Resent, FailureCode: rr.FailureCode,
 			FailureMessage: rr.FailureMessage, Err: rr.Err}, Refund: rr.Refund}
 	}
 }
@@ -108,23 +174,24 @@ func (s *Service) resend(ctx context.Context, acct Account, a *Attempt) outcome 
 // intentOutcome turns a lookup into an outcome; a failed lookup is unknown.
 func intentOutcome(in *provider.Intent, err error) outcome {
 	if err != nil {
-		return outcome{Result: provider.Result{Outcome: provider.Unknown, Err: err}}
+		return outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerIndeterminate, Err: err}}
 	}
-	return outcome{Result: provider.Result{Outcome: provider.Succeeded, Intent: in}}
+	return outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject, Intent: in}}
 }
 
 // inferFromIntent decides a capture or cancel from the intent's state, once
-// the provider may have forgotten the attempt's key.
+// the provider may have forgotten the attempt's key: the operation's own
+// end state proves it happened; any other settled state proves it did not.
 func inferFromIntent(op Operation, in *provider.Intent) outcome {
-	done := (op == OpCapture && in.Status == "succeeded") || (op == OpCancel && in.Status == "canceled")
+	done := (op == OpCapture && in.State == provider.IntentCaptured) || (op == OpCancel && in.State == provider.IntentCanceled)
 	switch {
 	case done:
-		return outcome{Result: provider.Result{Outcome: provider.Succeeded, Intent: in}}
-	case in.Status == "requires_capture":
-		return outcome{Result: provider.Result{Outcome: provider.Failed, Intent: in, FailureCode: "no_effect_at_provider",
-			FailureMessage: "the provider shows the payment still authorized"}}
+		return outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject, Intent: in}}
+	case in.State == provider.IntentAuthorized, in.State == provider.IntentCaptured, in.State == provider.IntentCanceled:
+		return outcome{Result: provider.Result{Outcome: provider.Failed, Answer: provider.AnswerObject, Intent: in,
+			FailureCode: "no_effect_at_provider", FailureMessage: "the provider shows the payment " + string(in.State)}}
 	}
-	return outcome{Result: provider.Result{Outcome: provider.Unknown, Intent: in}}
+	return outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerObject, Intent: in}}
 }
 
 // record applies an outcome to a locked payment and its attempt, through
@@ -147,6 +214,9 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 		details["failure_code"] = out.FailureCode
 	}
 
+	if a.Status == AttemptFailed || a.Status == AttemptDeclined {
+		a.FailureCode, a.FailureMessage = out.FailureCode, out.FailureMessage
+	}
 	switch a.Operation {
 	case OpAuthorize:
 		next.Status = authorizationStatus(out)
@@ -160,12 +230,18 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 			next.FailureCode, next.FailureMessage = out.FailureCode, out.FailureMessage
 		}
 	case OpCapture:
-		if a.Status == AttemptSucceeded {
+		switch a.Status {
+		case AttemptSucceeded:
 			next.Status, next.AmountCaptured = StatusCaptured, capturedAmount(p.Amount, out.Intent)
+		case AttemptFailed:
+			eventType = "payment.capture_failed"
 		}
 	case OpCancel:
-		if a.Status == AttemptSucceeded {
+		switch a.Status {
+		case AttemptSucceeded:
 			next.Status = StatusCanceled
+		case AttemptFailed:
+			eventType = "payment.cancel_failed"
 		}
 	case OpRefund:
 		r, err := tx.RefundByAttempt(ctx, a.ID)
@@ -175,10 +251,10 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 		switch a.Status {
 		case AttemptSucceeded:
 			r.Status = RefundSucceeded
-			next.AmountRefunded += r.Amount
 			eventType = "payment.refunded"
 		case AttemptFailed:
 			r.Status = RefundFailed
+			eventType = "payment.refund_failed"
 		default:
 			r.Status = RefundUnknown
 		}
@@ -188,6 +264,9 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 		}
 		r.UpdatedAt = now
 		if err := tx.RefundUpdate(ctx, r); err != nil {
+			return nil, err
+		}
+		if next.AmountRefunded, err = refundedTotal(ctx, tx, &next); err != nil {
 			return nil, err
 		}
 		details["refund_id"] = r.ID
@@ -241,18 +320,18 @@ func attemptStatus(op Operation, out outcome) AttemptStatus {
 				return AttemptDeclined
 			}
 		case OpCapture:
-			if out.Intent != nil && out.Intent.Status == "succeeded" {
+			if out.Intent != nil && out.Intent.State == provider.IntentCaptured {
 				return AttemptSucceeded
 			}
 		case OpCancel:
-			if out.Intent != nil && out.Intent.Status == "canceled" {
+			if out.Intent != nil && out.Intent.State == provider.IntentCanceled {
 				return AttemptSucceeded
 			}
 		case OpRefund:
-			if out.Refund != nil && (out.Refund.Status == "succeeded" || out.Refund.Status == "pending") {
+			if out.Refund != nil && (out.Refund.State == provider.RefundSucceeded || out.Refund.State == provider.RefundPending) {
 				return AttemptSucceeded
 			}
-			if out.Refund != nil && (out.Refund.Status == "failed" || out.Refund.Status == "canceled") {
+			if out.Refund != nil && out.Refund.State == provider.RefundFailed {
 				return AttemptFailed
 			}
 		}
@@ -272,18 +351,31 @@ func authorizationStatus(out outcome) Status {
 		if out.Intent == nil {
 			return StatusUnknown
 		}
-		switch out.Intent.Status {
-		case "requires_capture":
+		switch out.Intent.State {
+		case provider.IntentAuthorized:
 			return StatusAuthorized
-		case "succeeded":
+		case provider.IntentCaptured:
 			return StatusCaptured
-		case "canceled":
+		case provider.IntentCanceled:
 			return StatusCanceled
-		case "requires_payment_method":
+		case provider.IntentNeedsPaymentMethod:
 			return StatusDeclined
 		}
 	}
 	return StatusUnknown
+}
+
+// refundedTotal is what the payment shows as refunded: the larger of the
+// sum of its own refunds the provider made and the total the provider last
+// reported (which also counts refunds made elsewhere, as in its dashboard),
+// never more than was captured. Call it under the payment's lock whenever a
+// refund resolves or a refund event arrives.
+func refundedTotal(ctx context.Context, tx Tx, p *Payment) (int64, error) {
+	own, err := tx.RefundSumSucceeded(ctx, p.ID)
+	if err != nil {
+		return 0, err
+	}
+	return min(max(own, p.ProviderAmountRefunded), p.AmountCaptured), nil
 }
 
 func capturedAmount(amount int64, in *provider.Intent) int64 {

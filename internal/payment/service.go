@@ -47,6 +47,9 @@ type Config struct {
 	Lease           time.Duration // IN_PROGRESS_LEASE
 	KeyRetention    time.Duration // PROVIDER_KEY_RETENTION
 	SearchGrace     time.Duration // PROVIDER_SEARCH_GRACE
+	// SettleTimeout bounds one try of the transaction that records a
+	// provider's answer. Default 10 s.
+	SettleTimeout time.Duration
 }
 
 // Service runs the money path.
@@ -61,6 +64,8 @@ type Service struct {
 	lease           time.Duration
 	keyRetention    time.Duration
 	searchGrace     time.Duration
+	resendMargin    time.Duration
+	settleTimeout   time.Duration
 }
 
 // NewService checks its dependencies and applies defaults.
@@ -75,7 +80,9 @@ func NewService(c Config) (*Service, error) {
 		lease:           orDefault(c.Lease, 30*time.Second),
 		keyRetention:    orDefault(c.KeyRetention, 24*time.Hour),
 		searchGrace:     orDefault(c.SearchGrace, 5*time.Minute),
+		settleTimeout:   orDefault(c.SettleTimeout, 10*time.Second),
 	}
+	s.resendMargin = resendMargin(s.providerTimeout, c.Provider.Retries())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

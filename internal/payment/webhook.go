@@ -11,17 +11,7 @@ import (
 )
 
 // Notice is a verified provider event about one payment.
-type Notice struct {
-	EventID string
-	Type    string
-	// Intent is the PaymentIntent a payment_intent.* event carries.
-	Intent *provider.Intent
-	// For charge.refunded: the charge's intent and its refunded total.
-	IntentID       string
-	AmountRefunded int64
-	FailureCode    string
-	FailureMessage string
-}
+type Notice = provider.Event
 
 // Delivery outcomes of a webhook.
 const (
@@ -106,18 +96,21 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 			if err := s.applyIntent(ctx, tx, p, n, now); err != nil {
 				return err
 			}
-		case n.Type == "charge.refunded":
-			pendingRefunds, err := tx.RefundPending(ctx, p.ID)
+		case n.Kind == provider.EventRefunded:
+			// The provider's total counts every refund it made, ours and any
+			// made elsewhere; the payment never shows less.
+			p.ProviderAmountRefunded = n.AmountRefunded
+			total, err := refundedTotal(ctx, tx, p)
 			if err != nil {
 				return err
 			}
-			// Refunds still in flight here will add their own amount when
-			// they resolve.
-			if total := n.AmountRefunded - pendingRefunds; total > p.AmountRefunded && total <= p.AmountCaptured {
+			if total != p.AmountRefunded || p.ProviderAmountRefunded != before.ProviderAmountRefunded {
 				p.AmountRefunded, p.UpdatedAt = total, now
 				if err := tx.PaymentUpdate(ctx, p); err != nil {
 					return err
 				}
+			}
+			if total != before.AmountRefunded {
 				if err := s.changed(ctx, tx, p, "payment.refunded", "", "webhook", "webhook."+n.Type, "",
 					map[string]any{"event_id": n.EventID, "amount_refunded": total}); err != nil {
 					return err
@@ -190,7 +183,7 @@ func (s *Service) recordDelivery(ctx context.Context, acct Account, n Notice, ou
 
 // noticeOutcome reads an event as a provider answer.
 func noticeOutcome(n Notice) outcome {
-	if n.Type == "payment_intent.payment_failed" {
+	if n.Kind == provider.EventIntentFailed {
 		return outcome{Result: provider.Result{Outcome: provider.Declined, Intent: n.Intent,
 			FailureCode: n.FailureCode, FailureMessage: n.FailureMessage}}
 	}

@@ -125,6 +125,11 @@ func (t *paymentTx) RefundPending(ctx context.Context, paymentID string) (int64,
 	return n, translate(err)
 }
 
+func (t *paymentTx) RefundSumSucceeded(ctx context.Context, paymentID string) (int64, error) {
+	n, err := t.q.RefundSumSucceeded(ctx, paymentID)
+	return n, translate(err)
+}
+
 func (t *paymentTx) RefundUpdate(ctx context.Context, r *payment.Refund) error {
 	_, err := t.q.RefundUpdateOutcome(ctx, dbsqlc.RefundUpdateOutcomeParams{ID: r.ID, Status: string(r.Status),
 		ProviderRefundID: strPtr(r.ProviderRefundID), Now: r.UpdatedAt})

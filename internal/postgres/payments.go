@@ -138,7 +138,7 @@ func (t *paymentTx) PaymentUpdate(ctx context.Context, p *payment.Payment) error
 	_, err := t.q.PaymentUpdateState(ctx, dbsqlc.PaymentUpdateStateParams{
 		ID: p.ID, Status: string(p.Status), Attempt: int32(p.Attempt),
 		ProviderPaymentID: strPtr(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
-		AmountRefunded: p.AmountRefunded, FailureCode: strPtr(p.FailureCode),
+		AmountRefunded: p.AmountRefunded, ProviderAmountRefunded: p.ProviderAmountRefunded, FailureCode: strPtr(p.FailureCode),
 		FailureMessage: strPtr(p.FailureMessage), Now: p.UpdatedAt,
 	})
 	return translate(err)
@@ -167,7 +167,8 @@ func (t *paymentTx) AttemptSetLease(ctx context.Context, id string, until, now t
 
 func (t *paymentTx) AttemptUpdateOutcome(ctx context.Context, a *payment.Attempt) error {
 	_, err := t.q.AttemptUpdateOutcome(ctx, dbsqlc.AttemptUpdateOutcomeParams{
-		ID: a.ID, Status: string(a.Status), ProviderObjectID: strPtr(a.ProviderObjectID), Now: a.UpdatedAt})
+		ID: a.ID, Status: string(a.Status), ProviderObjectID: strPtr(a.ProviderObjectID),
+		FailureCode: strPtr(a.FailureCode), FailureMessage: strPtr(a.FailureMessage), Now: a.UpdatedAt})
 	return translate(err)
 }
 
@@ -211,7 +212,7 @@ func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
 		Amount: r.Amount, Currency: r.Currency, CaptureMethod: r.CaptureMethod,
 		PaymentMethod: r.PaymentMethod, CustomerID: r.CustomerID, Description: r.Description,
 		Metadata: md, Status: payment.Status(r.Status), ProviderPaymentID: deref(r.ProviderPaymentID),
-		AmountCaptured: r.AmountCaptured, AmountRefunded: r.AmountRefunded,
+		AmountCaptured: r.AmountCaptured, AmountRefunded: r.AmountRefunded, ProviderAmountRefunded: r.ProviderAmountRefunded,
 		FailureCode: deref(r.FailureCode), FailureMessage: deref(r.FailureMessage),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}, nil
@@ -235,6 +236,7 @@ func attemptFromRow(r dbsqlc.Attempt) *payment.Attempt {
 		Operation: payment.Operation(r.Operation), Number: int(r.Number), ProviderKey: r.ProviderKey,
 		Status: payment.AttemptStatus(r.Status), Request: r.Request,
 		ProviderObjectID: deref(r.ProviderObjectID), LeaseExpiresAt: r.LeaseExpiresAt,
+		FailureCode: deref(r.FailureCode), FailureMessage: deref(r.FailureMessage),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }

@@ -29,10 +29,33 @@ type Credentials struct {
 	SecretKey string
 }
 
+// IntentState is a provider's payment state in the service's terms; each
+// adapter maps its own statuses onto these, so the domain never compares a
+// provider's strings.
+type IntentState string
+
+const (
+	// IntentAuthorized: funds are held and await capture.
+	IntentAuthorized IntentState = "authorized"
+	// IntentCaptured: the money was taken.
+	IntentCaptured IntentState = "captured"
+	// IntentCanceled: the payment can no longer be paid or captured.
+	IntentCanceled IntentState = "canceled"
+	// IntentNeedsPaymentMethod: the last confirmation failed (a decline) or
+	// none was made; nothing is held.
+	IntentNeedsPaymentMethod IntentState = "needs_payment_method"
+	// IntentRequiresAction: the customer must act (3-D Secure, Pix, Boleto).
+	IntentRequiresAction IntentState = "requires_action"
+	// IntentProcessing: the provider is processing asynchronously.
+	IntentProcessing IntentState = "processing"
+	// IntentOther: a state that proves nothing about money moved.
+	IntentOther IntentState = "other"
+)
+
 // Intent is the provider's view of a payment (a Stripe PaymentIntent).
 type Intent struct {
 	ID               string
-	Status           string // provider status, e.g. requires_capture, succeeded, canceled
+	State            IntentState
 	Amount           int64
 	AmountCapturable int64
 	AmountReceived   int64
@@ -41,9 +64,16 @@ type Intent struct {
 	Metadata         map[string]string
 }
 
-// Result is the classified answer to one provider call.
+// Result is the answer to one provider call. The adapter says what kind of
+// Answer it was; Judge decides the Outcome, which depends on whether the key
+// was sent before.
 type Result struct {
+	Answer  Answer
 	Outcome Outcome
+	// Resent is set by the adapter when the call reached the provider more
+	// than once (the client library's own retries): the answer is then the
+	// answer to a re-send.
+	Resent bool
 	// Intent is set when the provider returned the object (also on a decline,
 	// when the provider includes it).
 	Intent *Intent
@@ -89,16 +119,30 @@ type RefundRequest struct {
 	Metadata       map[string]string
 }
 
+// RefundState is a provider's refund state in the service's terms.
+type RefundState string
+
+const (
+	RefundSucceeded RefundState = "succeeded"
+	// RefundPending: accepted, money not yet returned; counts as made.
+	RefundPending RefundState = "pending"
+	RefundFailed  RefundState = "failed"
+	RefundOther   RefundState = "other"
+)
+
 // Refund is the provider's view of a refund.
 type Refund struct {
-	ID     string
-	Status string // succeeded, pending, failed, canceled
-	Amount int64
+	ID       string
+	State    RefundState
+	Amount   int64
+	Metadata map[string]string
 }
 
-// RefundResult is the classified answer to a refund call.
+// RefundResult is the answer to a refund call (see Result).
 type RefundResult struct {
+	Answer         Answer
 	Outcome        Outcome
+	Resent         bool
 	Refund         *Refund
 	FailureCode    string
 	FailureMessage string
@@ -121,4 +165,44 @@ type Provider interface {
 	// SearchIntentByPaymentID finds the intent whose metadata payment_id
 	// matches, ErrNotFound when there is none.
 	SearchIntentByPaymentID(ctx context.Context, c Credentials, paymentID string) (*Intent, error)
+	// ListRefunds returns every refund of an intent, with its metadata.
+	ListRefunds(ctx context.Context, c Credentials, intentID string) ([]Refund, error)
+	// Retries is how often the adapter's client may re-send one call on
+	// its own; the service keeps every re-send inside the key's window.
+	Retries() int
 }
+
+// EventKind is what a provider event is about, in the service's terms.
+type EventKind string
+
+const (
+	// EventIntent: a payment's state changed; Intent carries it.
+	EventIntent EventKind = "intent"
+	// EventIntentFailed: a confirmation failed (a decline); Intent and the
+	// failure code carry it.
+	EventIntentFailed EventKind = "intent_failed"
+	// EventRefunded: the refunded total of a payment changed.
+	EventRefunded EventKind = "refunded"
+	// EventOther: an event the service does not act on.
+	EventOther EventKind = "other"
+)
+
+// Event is a verified provider event about one payment.
+type Event struct {
+	EventID string
+	// Type is the provider's own event type, kept for the delivery log.
+	Type string
+	Kind EventKind
+	// Intent is the payment object an intent event carries.
+	Intent *Intent
+	// IntentID names the payment of any event; AmountRefunded is the
+	// provider's refunded total for EventRefunded.
+	IntentID       string
+	AmountRefunded int64
+	FailureCode    string
+	FailureMessage string
+}
+
+// ErrSignature means an event was not signed with the account's secret, or
+// its timestamp is outside the tolerance.
+var ErrSignature = errors.New("provider: invalid event signature")

@@ -19,7 +19,7 @@ WHERE id = (
       AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $3)
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message
 `
 
 type AttemptClaimByIDParams struct {
@@ -45,6 +45,8 @@ func (q *Queries) AttemptClaimByID(ctx context.Context, arg AttemptClaimByIDPara
 		&i.LeaseExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FailureCode,
+		&i.FailureMessage,
 	)
 	return i, err
 }
@@ -61,7 +63,7 @@ WHERE id IN (
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message
 `
 
 type AttemptClaimUnresolvedParams struct {
@@ -101,6 +103,8 @@ func (q *Queries) AttemptClaimUnresolved(ctx context.Context, arg AttemptClaimUn
 			&i.LeaseExpiresAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FailureCode,
+			&i.FailureMessage,
 		); err != nil {
 			return nil, err
 		}
@@ -131,7 +135,7 @@ func (q *Queries) AttemptCountUnresolvedByPaymentOps(ctx context.Context, arg At
 }
 
 const attemptGetByID = `-- name: AttemptGetByID :one
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at FROM attempts WHERE id = $1
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message FROM attempts WHERE id = $1
 `
 
 func (q *Queries) AttemptGetByID(ctx context.Context, id string) (Attempt, error) {
@@ -151,6 +155,8 @@ func (q *Queries) AttemptGetByID(ctx context.Context, id string) (Attempt, error
 		&i.LeaseExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FailureCode,
+		&i.FailureMessage,
 	)
 	return i, err
 }
@@ -160,7 +166,7 @@ INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, p
                       request, lease_expires_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'processing',
         $8, $9, $10, $10)
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message
 `
 
 type AttemptInsertParams struct {
@@ -204,12 +210,14 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) (A
 		&i.LeaseExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FailureCode,
+		&i.FailureMessage,
 	)
 	return i, err
 }
 
 const attemptLatestByPayment = `-- name: AttemptLatestByPayment :one
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at FROM attempts
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message FROM attempts
 WHERE payment_id = $1 AND operation = $2
 ORDER BY number DESC
 LIMIT 1
@@ -237,12 +245,14 @@ func (q *Queries) AttemptLatestByPayment(ctx context.Context, arg AttemptLatestB
 		&i.LeaseExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FailureCode,
+		&i.FailureMessage,
 	)
 	return i, err
 }
 
 const attemptListByPayment = `-- name: AttemptListByPayment :many
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at FROM attempts WHERE payment_id = $1 ORDER BY created_at, number
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message FROM attempts WHERE payment_id = $1 ORDER BY created_at, number
 `
 
 func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([]Attempt, error) {
@@ -268,6 +278,8 @@ func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([
 			&i.LeaseExpiresAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FailureCode,
+			&i.FailureMessage,
 		); err != nil {
 			return nil, err
 		}
@@ -280,7 +292,7 @@ func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([
 }
 
 const attemptListUnresolvedByPayment = `-- name: AttemptListUnresolvedByPayment :many
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at FROM attempts
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message FROM attempts
 WHERE payment_id = $1 AND status IN ('processing', 'unknown')
 ORDER BY created_at
 `
@@ -308,6 +320,8 @@ func (q *Queries) AttemptListUnresolvedByPayment(ctx context.Context, paymentID 
 			&i.LeaseExpiresAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FailureCode,
+			&i.FailureMessage,
 		); err != nil {
 			return nil, err
 		}
@@ -356,14 +370,17 @@ func (q *Queries) AttemptSetLease(ctx context.Context, arg AttemptSetLeaseParams
 const attemptUpdateOutcome = `-- name: AttemptUpdateOutcome :one
 UPDATE attempts
 SET status = $1, provider_object_id = COALESCE($2, provider_object_id),
-    lease_expires_at = NULL, updated_at = $3
-WHERE id = $4
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at
+    failure_code = $3, failure_message = $4,
+    lease_expires_at = NULL, updated_at = $5
+WHERE id = $6
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message
 `
 
 type AttemptUpdateOutcomeParams struct {
 	Status           string
 	ProviderObjectID *string
+	FailureCode      *string
+	FailureMessage   *string
 	Now              time.Time
 	ID               string
 }
@@ -372,6 +389,8 @@ func (q *Queries) AttemptUpdateOutcome(ctx context.Context, arg AttemptUpdateOut
 	row := q.db.QueryRow(ctx, attemptUpdateOutcome,
 		arg.Status,
 		arg.ProviderObjectID,
+		arg.FailureCode,
+		arg.FailureMessage,
 		arg.Now,
 		arg.ID,
 	)
@@ -390,6 +409,8 @@ func (q *Queries) AttemptUpdateOutcome(ctx context.Context, arg AttemptUpdateOut
 		&i.LeaseExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FailureCode,
+		&i.FailureMessage,
 	)
 	return i, err
 }

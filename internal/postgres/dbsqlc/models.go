@@ -38,6 +38,8 @@ type Attempt struct {
 	LeaseExpiresAt   *time.Time
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	FailureCode      *string
+	FailureMessage   *string
 }
 
 type AuditLog struct {
@@ -80,26 +82,27 @@ type IdempotencyKey struct {
 }
 
 type Payment struct {
-	ID                string
-	AccountID         string
-	OrderID           string
-	Attempt           int32
-	Amount            int64
-	Currency          string
-	CaptureMethod     string
-	PaymentMethod     string
-	CustomerID        string
-	Description       string
-	Metadata          []byte
-	Status            string
-	Provider          string
-	ProviderPaymentID *string
-	AmountCaptured    int64
-	AmountRefunded    int64
-	FailureCode       *string
-	FailureMessage    *string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	ID                     string
+	AccountID              string
+	OrderID                string
+	Attempt                int32
+	Amount                 int64
+	Currency               string
+	CaptureMethod          string
+	PaymentMethod          string
+	CustomerID             string
+	Description            string
+	Metadata               []byte
+	Status                 string
+	Provider               string
+	ProviderPaymentID      *string
+	AmountCaptured         int64
+	AmountRefunded         int64
+	FailureCode            *string
+	FailureMessage         *string
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	ProviderAmountRefunded int64
 }
 
 type Refund struct {

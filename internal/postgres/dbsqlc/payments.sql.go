@@ -40,7 +40,7 @@ func (q *Queries) PaymentCountByStatus(ctx context.Context) ([]PaymentCountBySta
 }
 
 const paymentGetAnyAccount = `-- name: PaymentGetAnyAccount :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments WHERE id = $1
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments WHERE id = $1
 `
 
 func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment, error) {
@@ -67,12 +67,13 @@ func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment,
 		&i.FailureMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProviderAmountRefunded,
 	)
 	return i, err
 }
 
 const paymentGetByID = `-- name: PaymentGetByID :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments WHERE account_id = $1 AND id = $2
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments WHERE account_id = $1 AND id = $2
 `
 
 type PaymentGetByIDParams struct {
@@ -104,12 +105,13 @@ func (q *Queries) PaymentGetByID(ctx context.Context, arg PaymentGetByIDParams) 
 		&i.FailureMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProviderAmountRefunded,
 	)
 	return i, err
 }
 
 const paymentGetByIDForUpdate = `-- name: PaymentGetByIDForUpdate :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments WHERE account_id = $1 AND id = $2 FOR UPDATE
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments WHERE account_id = $1 AND id = $2 FOR UPDATE
 `
 
 type PaymentGetByIDForUpdateParams struct {
@@ -143,12 +145,13 @@ func (q *Queries) PaymentGetByIDForUpdate(ctx context.Context, arg PaymentGetByI
 		&i.FailureMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProviderAmountRefunded,
 	)
 	return i, err
 }
 
 const paymentGetByProviderID = `-- name: PaymentGetByProviderID :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments
 WHERE account_id = $1 AND provider_payment_id = $2
 ORDER BY created_at DESC
 LIMIT 1
@@ -183,12 +186,13 @@ func (q *Queries) PaymentGetByProviderID(ctx context.Context, arg PaymentGetByPr
 		&i.FailureMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProviderAmountRefunded,
 	)
 	return i, err
 }
 
 const paymentGetLiveByOrder = `-- name: PaymentGetLiveByOrder :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments
 WHERE account_id = $1 AND order_id = $2
   AND status IN ('processing', 'unknown', 'authorized', 'captured')
 `
@@ -222,6 +226,7 @@ func (q *Queries) PaymentGetLiveByOrder(ctx context.Context, arg PaymentGetLiveB
 		&i.FailureMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProviderAmountRefunded,
 	)
 	return i, err
 }
@@ -231,7 +236,7 @@ INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, captu
                       customer_id, description, metadata, status, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $11, $12, $13, $13)
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at
+RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded
 `
 
 type PaymentInsertParams struct {
@@ -288,12 +293,13 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (P
 		&i.FailureMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProviderAmountRefunded,
 	)
 	return i, err
 }
 
 const paymentListByOrder = `-- name: PaymentListByOrder :many
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments
 WHERE account_id = $1 AND order_id = $2
 ORDER BY created_at, attempt
 LIMIT $3
@@ -335,6 +341,7 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 			&i.FailureMessage,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.ProviderAmountRefunded,
 		); err != nil {
 			return nil, err
 		}
@@ -347,7 +354,7 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 }
 
 const paymentListStuck = `-- name: PaymentListStuck :many
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments
 WHERE status = ANY($1::text[]) AND updated_at < $2
 ORDER BY updated_at
 LIMIT $3
@@ -389,6 +396,7 @@ func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckPara
 			&i.FailureMessage,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.ProviderAmountRefunded,
 		); err != nil {
 			return nil, err
 		}
@@ -404,21 +412,23 @@ const paymentUpdateState = `-- name: PaymentUpdateState :one
 UPDATE payments
 SET status = $1, attempt = $2, provider_payment_id = $3,
     amount_captured = $4, amount_refunded = $5,
-    failure_code = $6, failure_message = $7, updated_at = $8
-WHERE id = $9
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at
+    provider_amount_refunded = $6,
+    failure_code = $7, failure_message = $8, updated_at = $9
+WHERE id = $10
+RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded
 `
 
 type PaymentUpdateStateParams struct {
-	Status            string
-	Attempt           int32
-	ProviderPaymentID *string
-	AmountCaptured    int64
-	AmountRefunded    int64
-	FailureCode       *string
-	FailureMessage    *string
-	Now               time.Time
-	ID                string
+	Status                 string
+	Attempt                int32
+	ProviderPaymentID      *string
+	AmountCaptured         int64
+	AmountRefunded         int64
+	ProviderAmountRefunded int64
+	FailureCode            *string
+	FailureMessage         *string
+	Now                    time.Time
+	ID                     string
 }
 
 func (q *Queries) PaymentUpdateState(ctx context.Context, arg PaymentUpdateStateParams) (Payment, error) {
@@ -428,6 +438,7 @@ func (q *Queries) PaymentUpdateState(ctx context.Context, arg PaymentUpdateState
 		arg.ProviderPaymentID,
 		arg.AmountCaptured,
 		arg.AmountRefunded,
+		arg.ProviderAmountRefunded,
 		arg.FailureCode,
 		arg.FailureMessage,
 		arg.Now,
@@ -455,6 +466,7 @@ func (q *Queries) PaymentUpdateState(ctx context.Context, arg PaymentUpdateState
 		&i.FailureMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProviderAmountRefunded,
 	)
 	return i, err
 }

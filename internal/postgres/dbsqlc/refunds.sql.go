@@ -85,6 +85,19 @@ func (q *Queries) RefundSumPending(ctx context.Context, paymentID string) (int64
 	return pending, err
 }
 
+const refundSumSucceeded = `-- name: RefundSumSucceeded :one
+SELECT COALESCE(SUM(amount), 0)::bigint AS succeeded
+FROM refunds
+WHERE payment_id = $1 AND status = 'succeeded'
+`
+
+func (q *Queries) RefundSumSucceeded(ctx context.Context, paymentID string) (int64, error) {
+	row := q.db.QueryRow(ctx, refundSumSucceeded, paymentID)
+	var succeeded int64
+	err := row.Scan(&succeeded)
+	return succeeded, err
+}
+
 const refundUpdateOutcome = `-- name: RefundUpdateOutcome :one
 UPDATE refunds
 SET status = $1, provider_refund_id = COALESCE($2, provider_refund_id), updated_at = $3

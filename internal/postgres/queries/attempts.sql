@@ -22,6 +22,7 @@ UPDATE attempts SET lease_expires_at = @lease_expires_at, updated_at = @now WHER
 -- name: AttemptUpdateOutcome :one
 UPDATE attempts
 SET status = @status, provider_object_id = COALESCE(@provider_object_id, provider_object_id),
+    failure_code = @failure_code, failure_message = @failure_message,
     lease_expires_at = NULL, updated_at = @now
 WHERE id = @id
 RETURNING *;

@@ -28,6 +28,7 @@ WHERE account_id = @account_id AND order_id = @order_id
 UPDATE payments
 SET status = @status, attempt = @attempt, provider_payment_id = @provider_payment_id,
     amount_captured = @amount_captured, amount_refunded = @amount_refunded,
+    provider_amount_refunded = @provider_amount_refunded,
     failure_code = @failure_code, failure_message = @failure_message, updated_at = @now
 WHERE id = @id
 RETURNING *;

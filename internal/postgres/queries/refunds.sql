@@ -18,3 +18,8 @@ UPDATE refunds
 SET status = @status, provider_refund_id = COALESCE(@provider_refund_id, provider_refund_id), updated_at = @now
 WHERE id = @id
 RETURNING *;
+
+-- name: RefundSumSucceeded :one
+SELECT COALESCE(SUM(amount), 0)::bigint AS succeeded
+FROM refunds
+WHERE payment_id = @payment_id AND status = 'succeeded';

@@ -30,24 +30,24 @@ const (
 	codeMissingIntent  = "missing_intent_id"
 )
 
-// verdict is the classification of one Stripe answer.
+// verdict is what one Stripe answer shows; provider.Judge decides what it
+// proves.
 type verdict struct {
-	outcome provider.Outcome
+	answer  provider.Answer
 	code    string
 	message string
 	// intent is the PaymentIntent Stripe attached to an error, if any.
 	intent *stripego.PaymentIntent
-	// err is a loggable form of the error, set for Unknown.
+	// err is a loggable form of the error, set for indeterminate answers.
 	err error
 }
 
-// classify maps the error of one stripe-go call to an outcome (CONTRACT §5).
-// It only says Declined or Failed when Stripe answered and the answer proves
-// nothing happened; everything else is Unknown, because a guessed failure
-// could lead to charging twice.
-func classify(o op, err error) verdict {
+// classify maps the error of one stripe-go call to the kind of answer it is
+// (CONTRACT §5). Anything that is not a clear answer from Stripe is
+// indeterminate.
+func classify(err error) verdict {
 	if err == nil {
-		return verdict{outcome: provider.Succeeded}
+		return verdict{answer: provider.AnswerObject}
 	}
 	// Checked before anything else: a deadline or cancellation means the
 	// request may have reached Stripe, however stripe-go wrapped it.
@@ -70,32 +70,27 @@ func classify(o op, err error) verdict {
 	case status == 429, status >= 500, se.Type == stripego.ErrorTypeAPI:
 		return unknown(err)
 	case status == 402 && se.Type == stripego.ErrorTypeCard:
-		v := verdict{outcome: provider.Declined, code: string(se.Code), message: se.Msg, intent: se.PaymentIntent}
+		v := verdict{answer: provider.AnswerCardError, code: string(se.Code), message: se.Msg, intent: se.PaymentIntent}
 		if se.DeclineCode != "" {
 			v.code = string(se.DeclineCode)
 		}
-		if o != opAuthorize {
-			// Declined is reserved for authorizations; elsewhere a card
-			// refusal is a plain rejection.
-			v.outcome = provider.Failed
-		}
 		return v
 	case status == 401 || status == 403:
-		// Stripe refused the credentials before doing anything. Its message
-		// may echo part of the key, so it is not passed on.
-		return verdict{outcome: provider.Failed, code: codeAuthentication, message: "stripe rejected the credentials"}
+		// Its message may echo part of the key, so it is not passed on.
+		return verdict{answer: provider.AnswerCredentials, code: codeAuthentication, message: "stripe rejected the credentials",
+			err: loggable(err)}
 	case (status == 400 || status == 404) && se.Type == stripego.ErrorTypeInvalidRequest:
 		code := string(se.Code)
 		if code == "" {
 			code = string(se.Type)
 		}
-		return verdict{outcome: provider.Failed, code: code, message: se.Msg, intent: se.PaymentIntent}
+		return verdict{answer: provider.AnswerInvalid, code: code, message: se.Msg, intent: se.PaymentIntent}
 	}
 	return unknown(err)
 }
 
 func unknown(err error) verdict {
-	return verdict{outcome: provider.Unknown, err: loggable(err)}
+	return verdict{answer: provider.AnswerIndeterminate, err: loggable(err)}
 }
 
 // apiError is the part of a Stripe error that is safe to log: stripe-go's own

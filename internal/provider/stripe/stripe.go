@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	stripego "github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/client"
@@ -40,6 +42,7 @@ type Config struct {
 type Provider struct {
 	backends *stripego.Backends
 	log      *slog.Logger
+	retries  int
 	clients  sync.Map // secret key -> *client.API
 }
 
@@ -67,9 +70,13 @@ func New(cfg Config) *Provider {
 			API:     backend(stripego.APIBackend),
 			Uploads: backend(stripego.UploadsBackend),
 		},
-		log: logger,
+		log:     logger,
+		retries: cfg.MaxNetworkRetries,
 	}
 }
+
+// Retries is how often stripe-go re-sends one call on its own.
+func (p *Provider) Retries() int { return p.retries }
 
 // client returns the stripe-go client for a secret key. Backends hold no key,
 // so all clients share them.
@@ -84,7 +91,8 @@ func (p *Provider) client(key string) *client.API {
 // Authorize creates and confirms a PaymentIntent.
 func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r provider.AuthorizeRequest) provider.Result {
 	if c.SecretKey == "" {
-		return provider.Result{Outcome: provider.Failed, FailureCode: codeMissingKey, FailureMessage: "no secret key"}
+		// Nothing is sent, so nothing can have happened, also on recovery.
+		return provider.Result{Answer: provider.AnswerInvalid, FailureCode: codeMissingKey, FailureMessage: "no secret key"}
 	}
 	params := &stripego.PaymentIntentParams{
 		Amount:        stripego.Int64(r.Amount),
@@ -107,9 +115,10 @@ func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r prov
 		params.Description = stripego.String(r.Description)
 	}
 	params.SetIdempotencyKey(r.IdempotencyKey)
+	ctx, sends := countSends(ctx)
 	params.Context = ctx
 	pi, err := p.client(c.SecretKey).PaymentIntents.New(params)
-	return p.result(opAuthorize, "", pi, err)
+	return p.result(opAuthorize, "", pi, err, sends)
 }
 
 // Capture captures an authorized PaymentIntent, in full when Amount is 0.
@@ -122,9 +131,10 @@ func (p *Provider) Capture(ctx context.Context, c provider.Credentials, r provid
 		params.AmountToCapture = stripego.Int64(r.Amount)
 	}
 	params.SetIdempotencyKey(r.IdempotencyKey)
+	ctx, sends := countSends(ctx)
 	params.Context = ctx
 	pi, err := p.client(c.SecretKey).PaymentIntents.Capture(r.IntentID, params)
-	return p.result(opCapture, r.IntentID, pi, err)
+	return p.result(opCapture, r.IntentID, pi, err, sends)
 }
 
 // Cancel cancels an uncaptured PaymentIntent.
@@ -134,15 +144,16 @@ func (p *Provider) Cancel(ctx context.Context, c provider.Credentials, r provide
 	}
 	params := &stripego.PaymentIntentCancelParams{}
 	params.SetIdempotencyKey(r.IdempotencyKey)
+	ctx, sends := countSends(ctx)
 	params.Context = ctx
 	pi, err := p.client(c.SecretKey).PaymentIntents.Cancel(r.IntentID, params)
-	return p.result(opCancel, r.IntentID, pi, err)
+	return p.result(opCancel, r.IntentID, pi, err, sends)
 }
 
 // Refund refunds a captured PaymentIntent, in full when Amount is 0.
 func (p *Provider) Refund(ctx context.Context, c provider.Credentials, r provider.RefundRequest) provider.RefundResult {
 	if res, bad := precheck(c, r.IntentID); bad {
-		return provider.RefundResult{Outcome: res.Outcome, FailureCode: res.FailureCode, FailureMessage: res.FailureMessage}
+		return provider.RefundResult{Answer: res.Answer, FailureCode: res.FailureCode, FailureMessage: res.FailureMessage}
 	}
 	params := &stripego.RefundParams{
 		PaymentIntent: stripego.String(r.IntentID),
@@ -152,15 +163,42 @@ func (p *Provider) Refund(ctx context.Context, c provider.Credentials, r provide
 		params.Amount = stripego.Int64(r.Amount)
 	}
 	params.SetIdempotencyKey(r.IdempotencyKey)
+	ctx, sends := countSends(ctx)
 	params.Context = ctx
 	rf, err := p.client(c.SecretKey).Refunds.New(params)
-	v := classify(opRefund, err)
+	v := classify(err)
 	p.logVerdict(opRefund, r.IntentID, v)
-	res := provider.RefundResult{Outcome: v.outcome, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
-	if v.outcome == provider.Succeeded {
-		res.Refund = &provider.Refund{ID: rf.ID, Status: string(rf.Status), Amount: rf.Amount}
+	res := provider.RefundResult{Answer: v.answer, Resent: sends.n.Load() > 1, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
+	if v.answer == provider.AnswerObject {
+		res.Refund = toRefund(rf)
 	}
 	return res
+}
+
+// ListRefunds lists every refund of a PaymentIntent, newest first.
+func (p *Provider) ListRefunds(ctx context.Context, c provider.Credentials, intentID string) ([]provider.Refund, error) {
+	if c.SecretKey == "" {
+		return nil, errors.New("stripe: no secret key")
+	}
+	if intentID == "" {
+		return nil, provider.ErrNotFound
+	}
+	params := &stripego.RefundListParams{PaymentIntent: stripego.String(intentID)}
+	params.Limit = stripego.Int64(100)
+	params.Context = ctx
+	it := p.client(c.SecretKey).Refunds.List(params)
+	var out []provider.Refund
+	for it.Next() {
+		out = append(out, *toRefund(it.Refund()))
+	}
+	if err := it.Err(); err != nil {
+		var se *stripego.Error
+		if errors.As(err, &se) && se.HTTPStatusCode == http.StatusNotFound && se.Code == stripego.ErrorCodeResourceMissing {
+			return nil, provider.ErrNotFound
+		}
+		return nil, fmt.Errorf("stripe: list refunds: %w", loggable(err))
+	}
+	return out, nil
 }
 
 // RetrieveIntent fetches a PaymentIntent by id.
@@ -228,20 +266,20 @@ func searchQuery(paymentID string) string {
 func precheck(c provider.Credentials, intentID string) (provider.Result, bool) {
 	switch {
 	case c.SecretKey == "":
-		return provider.Result{Outcome: provider.Failed, FailureCode: codeMissingKey, FailureMessage: "no secret key"}, true
+		return provider.Result{Answer: provider.AnswerInvalid, FailureCode: codeMissingKey, FailureMessage: "no secret key"}, true
 	case intentID == "":
-		return provider.Result{Outcome: provider.Failed, FailureCode: codeMissingIntent, FailureMessage: "no intent id"}, true
+		return provider.Result{Answer: provider.AnswerInvalid, FailureCode: codeMissingIntent, FailureMessage: "no intent id"}, true
 	}
 	return provider.Result{}, false
 }
 
 // result classifies a PaymentIntent call.
-func (p *Provider) result(o op, intentID string, pi *stripego.PaymentIntent, err error) provider.Result {
-	v := classify(o, err)
+func (p *Provider) result(o op, intentID string, pi *stripego.PaymentIntent, err error, sends *sendCount) provider.Result {
+	v := classify(err)
 	p.logVerdict(o, intentID, v)
-	res := provider.Result{Outcome: v.outcome, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
+	res := provider.Result{Answer: v.answer, Resent: sends.n.Load() > 1, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 	switch {
-	case v.outcome == provider.Succeeded:
+	case v.answer == provider.AnswerObject:
 		res.Intent = toIntent(pi)
 	case v.intent != nil:
 		res.Intent = toIntent(v.intent)
@@ -251,10 +289,10 @@ func (p *Provider) result(o op, intentID string, pi *stripego.PaymentIntent, err
 
 func (p *Provider) logVerdict(o op, intentID string, v verdict) {
 	level := slog.LevelDebug
-	if v.outcome == provider.Unknown {
+	if v.answer == provider.AnswerIndeterminate || v.answer == provider.AnswerCredentials {
 		level = slog.LevelWarn
 	}
-	attrs := []slog.Attr{slog.String("op", string(o)), slog.String("outcome", string(v.outcome))}
+	attrs := []slog.Attr{slog.String("op", string(o)), slog.String("answer", string(v.answer))}
 	if intentID != "" {
 		attrs = append(attrs, slog.String("intent_id", intentID))
 	}
@@ -277,7 +315,7 @@ func toIntent(pi *stripego.PaymentIntent) *provider.Intent {
 	}
 	return &provider.Intent{
 		ID:               pi.ID,
-		Status:           string(pi.Status),
+		State:            intentState(pi.Status),
 		Amount:           pi.Amount,
 		AmountCapturable: pi.AmountCapturable,
 		AmountReceived:   pi.AmountReceived,
@@ -285,4 +323,60 @@ func toIntent(pi *stripego.PaymentIntent) *provider.Intent {
 		CaptureMethod:    string(pi.CaptureMethod),
 		Metadata:         md,
 	}
+}
+
+// intentState maps Stripe's PaymentIntent status onto the service's terms.
+func intentState(st stripego.PaymentIntentStatus) provider.IntentState {
+	switch st {
+	case stripego.PaymentIntentStatusRequiresCapture:
+		return provider.IntentAuthorized
+	case stripego.PaymentIntentStatusSucceeded:
+		return provider.IntentCaptured
+	case stripego.PaymentIntentStatusCanceled:
+		return provider.IntentCanceled
+	case stripego.PaymentIntentStatusRequiresPaymentMethod:
+		return provider.IntentNeedsPaymentMethod
+	case stripego.PaymentIntentStatusRequiresAction:
+		return provider.IntentRequiresAction
+	case stripego.PaymentIntentStatusProcessing:
+		return provider.IntentProcessing
+	}
+	return provider.IntentOther
+}
+
+// refundState maps Stripe's refund status onto the service's terms.
+func refundState(st stripego.RefundStatus) provider.RefundState {
+	switch st {
+	case stripego.RefundStatusSucceeded:
+		return provider.RefundSucceeded
+	case stripego.RefundStatusPending, stripego.RefundStatusRequiresAction:
+		return provider.RefundPending
+	case stripego.RefundStatusFailed, stripego.RefundStatusCanceled:
+		return provider.RefundFailed
+	}
+	return provider.RefundOther
+}
+
+func toRefund(rf *stripego.Refund) *provider.Refund {
+	md := make(map[string]string, len(rf.Metadata))
+	for k, v := range rf.Metadata {
+		md[k] = v
+	}
+	return &provider.Refund{ID: rf.ID, State: refundState(rf.Status), Amount: rf.Amount, Metadata: md}
+}
+
+// sendCount counts the connections one call used to send its request.
+type sendCount struct{ n atomic.Int32 }
+
+// countSends traces a call: every connection it gets carries one send, from
+// stripe-go's own retries and from net/http's silent re-send of a request
+// with an Idempotency-Key on a broken reused connection alike. A second one
+// makes the answer that of a re-send, which changes what a credentials
+// error proves (provider.Judge). Counting a connection that sent nothing
+// errs on the side of doubt.
+func countSends(ctx context.Context) (context.Context, *sendCount) {
+	c := &sendCount{}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { c.n.Add(1) },
+	}), c
 }

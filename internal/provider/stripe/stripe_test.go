@@ -79,10 +79,10 @@ func TestAuthorizeSendsContractRequest(t *testing.T) {
 	t.Parallel()
 	f := &fakeStripe{status: 200, body: intentJSON}
 	res := newFake(t, f).Authorize(context.Background(), creds, authReq())
-	if res.Outcome != provider.Succeeded {
-		t.Fatalf("outcome: got %q (%v), want succeeded", res.Outcome, res.Err)
+	if res.Answer != provider.AnswerObject {
+		t.Fatalf("outcome: got %q (%v), want succeeded", res.Answer, res.Err)
 	}
-	want := provider.Intent{ID: "pi_1", Status: "requires_capture", Amount: 1000, AmountCapturable: 1000,
+	want := provider.Intent{ID: "pi_1", State: provider.IntentAuthorized, Amount: 1000, AmountCapturable: 1000,
 		Currency: "brl", CaptureMethod: "manual", Metadata: map[string]string{"payment_id": "pay_1"}}
 	if !reflect.DeepEqual(*res.Intent, want) {
 		t.Fatalf("intent: got %+v, want %+v", *res.Intent, want)
@@ -113,8 +113,8 @@ func TestAuthorizeDecline(t *testing.T) {
 "decline_code":"insufficient_funds","message":"Your card has insufficient funds.",
 "payment_intent":{"id":"pi_9","status":"requires_payment_method","amount":1000,"currency":"brl"}}}`}
 	res := newFake(t, f).Authorize(context.Background(), creds, authReq())
-	if res.Outcome != provider.Declined || res.FailureCode != "insufficient_funds" {
-		t.Fatalf("got %q/%q, want declined/insufficient_funds", res.Outcome, res.FailureCode)
+	if res.Answer != provider.AnswerCardError || res.FailureCode != "insufficient_funds" {
+		t.Fatalf("got %q/%q, want declined/insufficient_funds", res.Answer, res.FailureCode)
 	}
 	if res.Intent == nil || res.Intent.ID != "pi_9" {
 		t.Fatalf("intent: got %+v, want pi_9", res.Intent)
@@ -139,8 +139,8 @@ func TestUnknownAnswers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			res := newFake(t, &fakeStripe{status: tt.status, body: tt.body}).Authorize(context.Background(), creds, authReq())
-			if res.Outcome != provider.Unknown || res.Err == nil {
-				t.Fatalf("got %q (err %v), want unknown with err", res.Outcome, res.Err)
+			if res.Answer != provider.AnswerIndeterminate || res.Err == nil {
+				t.Fatalf("got %q (err %v), want unknown with err", res.Answer, res.Err)
 			}
 		})
 	}
@@ -154,8 +154,8 @@ func TestDeadlineIsUnknown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	res := p.Capture(ctx, creds, provider.CaptureRequest{IdempotencyKey: "k", IntentID: "pi_1"})
-	if res.Outcome != provider.Unknown || !errors.Is(res.Err, context.DeadlineExceeded) {
-		t.Fatalf("got %q (err %v), want unknown with deadline", res.Outcome, res.Err)
+	if res.Answer != provider.AnswerIndeterminate || !errors.Is(res.Err, context.DeadlineExceeded) {
+		t.Fatalf("got %q (err %v), want unknown with deadline", res.Answer, res.Err)
 	}
 }
 
@@ -164,19 +164,19 @@ func TestConnectionRefusedIsUnknown(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
 	res := New(Config{APIBase: srv.URL}).Refund(context.Background(), creds, provider.RefundRequest{IdempotencyKey: "k", IntentID: "pi_1"})
-	if res.Outcome != provider.Unknown || res.Err == nil {
-		t.Fatalf("got %q (err %v), want unknown", res.Outcome, res.Err)
+	if res.Answer != provider.AnswerIndeterminate || res.Err == nil {
+		t.Fatalf("got %q (err %v), want unknown", res.Answer, res.Err)
 	}
 }
 
 func TestPrecheck(t *testing.T) {
 	t.Parallel()
 	p := New(Config{APIBase: "http://127.0.0.1:1"})
-	if res := p.Authorize(context.Background(), provider.Credentials{}, authReq()); res.Outcome != provider.Failed || res.FailureCode != codeMissingKey {
-		t.Fatalf("no key: got %q/%q", res.Outcome, res.FailureCode)
+	if res := p.Authorize(context.Background(), provider.Credentials{}, authReq()); res.Answer != provider.AnswerInvalid || res.FailureCode != codeMissingKey {
+		t.Fatalf("no key: got %q/%q", res.Answer, res.FailureCode)
 	}
-	if res := p.Cancel(context.Background(), creds, provider.CancelRequest{IdempotencyKey: "k"}); res.Outcome != provider.Failed || res.FailureCode != codeMissingIntent {
-		t.Fatalf("no intent: got %q/%q", res.Outcome, res.FailureCode)
+	if res := p.Cancel(context.Background(), creds, provider.CancelRequest{IdempotencyKey: "k"}); res.Answer != provider.AnswerInvalid || res.FailureCode != codeMissingIntent {
+		t.Fatalf("no intent: got %q/%q", res.Answer, res.FailureCode)
 	}
 	if _, err := p.RetrieveIntent(context.Background(), creds, ""); !errors.Is(err, provider.ErrNotFound) {
 		t.Fatalf("empty id: got %v", err)
@@ -316,8 +316,8 @@ func TestStripeMockWire(t *testing.T) {
 	ctx := context.Background()
 	succeeded := func(t *testing.T, res provider.Result) {
 		t.Helper()
-		if res.Outcome != provider.Succeeded || res.Intent == nil || !strings.HasPrefix(res.Intent.ID, "pi_") {
-			t.Fatalf("got %q code=%q msg=%q err=%v, want succeeded with intent", res.Outcome, res.FailureCode, res.FailureMessage, res.Err)
+		if res.Answer != provider.AnswerObject || res.Intent == nil || !strings.HasPrefix(res.Intent.ID, "pi_") {
+			t.Fatalf("got %q code=%q msg=%q err=%v, want succeeded with intent", res.Answer, res.FailureCode, res.FailureMessage, res.Err)
 		}
 	}
 	t.Run("authorize", func(t *testing.T) {
@@ -345,8 +345,8 @@ func TestStripeMockWire(t *testing.T) {
 	t.Run("refund", func(t *testing.T) {
 		t.Parallel()
 		res := p.Refund(ctx, creds, provider.RefundRequest{IdempotencyKey: "pedido-842:estornar-v1", IntentID: "pi_123", Amount: 300, Metadata: map[string]string{"payment_id": "pay_1"}})
-		if res.Outcome != provider.Succeeded || res.Refund == nil || !strings.HasPrefix(res.Refund.ID, "re_") {
-			t.Fatalf("got %q code=%q msg=%q err=%v, want succeeded with refund", res.Outcome, res.FailureCode, res.FailureMessage, res.Err)
+		if res.Answer != provider.AnswerObject || res.Refund == nil || !strings.HasPrefix(res.Refund.ID, "re_") {
+			t.Fatalf("got %q code=%q msg=%q err=%v, want succeeded with refund", res.Answer, res.FailureCode, res.FailureMessage, res.Err)
 		}
 	})
 	t.Run("retrieve", func(t *testing.T) {
@@ -369,15 +369,15 @@ func TestStripeMockWire(t *testing.T) {
 		r := authReq()
 		r.CaptureMethod = "sometimes" // not in the enum
 		res := p.Authorize(ctx, creds, r)
-		if res.Outcome != provider.Failed || res.FailureCode == "" {
-			t.Fatalf("got %q code=%q err=%v, want failed", res.Outcome, res.FailureCode, res.Err)
+		if res.Answer != provider.AnswerInvalid || res.FailureCode == "" {
+			t.Fatalf("got %q code=%q err=%v, want failed", res.Answer, res.FailureCode, res.Err)
 		}
 	})
 	t.Run("bad credentials are failed", func(t *testing.T) {
 		t.Parallel()
 		res := p.Cancel(ctx, provider.Credentials{SecretKey: "not-a-key"}, provider.CancelRequest{IdempotencyKey: "k", IntentID: "pi_123"})
-		if res.Outcome != provider.Failed || res.FailureCode != codeAuthentication {
-			t.Fatalf("got %q code=%q err=%v, want failed/%s", res.Outcome, res.FailureCode, res.Err, codeAuthentication)
+		if res.Answer != provider.AnswerCredentials || res.FailureCode != codeAuthentication {
+			t.Fatalf("got %q code=%q err=%v, want failed/%s", res.Answer, res.FailureCode, res.Err, codeAuthentication)
 		}
 	})
 }

@@ -1,0 +1,69 @@
+package stripe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	stripego "github.com/stripe/stripe-go/v76"
+	"github.com/stripe/stripe-go/v76/webhook"
+
+	"github.com/acmepay/payments/internal/provider"
+)
+
+// eventKinds maps the Stripe event types that can change a payment.
+var eventKinds = map[string]provider.EventKind{
+	"payment_intent.succeeded":                 provider.EventIntent,
+	"payment_intent.amount_capturable_updated": provider.EventIntent,
+	"payment_intent.canceled":                  provider.EventIntent,
+	"payment_intent.payment_failed":            provider.EventIntentFailed,
+	"charge.refunded":                          provider.EventRefunded,
+}
+
+// ParseEvent verifies a Stripe-Signature with the account's webhook secret
+// (stripe-go's webhook package, its default tolerance) before anything is
+// read from the body, then decodes the event. Event types the service does
+// not act on come back as provider.EventOther with only the id and type.
+func ParseEvent(payload []byte, signature, secret string) (provider.Event, error) {
+	// The event's API version is the account's webhook endpoint setting,
+	// not this client's: the fields read here are stable across versions.
+	ev, err := webhook.ConstructEventWithOptions(payload, signature, secret,
+		webhook.ConstructEventOptions{IgnoreAPIVersionMismatch: true})
+	if err != nil {
+		if errors.Is(err, webhook.ErrInvalidHeader) || errors.Is(err, webhook.ErrNoValidSignature) ||
+			errors.Is(err, webhook.ErrNotSigned) || errors.Is(err, webhook.ErrTooOld) {
+			return provider.Event{}, fmt.Errorf("%w: %v", provider.ErrSignature, err)
+		}
+		return provider.Event{}, fmt.Errorf("stripe: event: %w", err)
+	}
+	n := provider.Event{EventID: ev.ID, Type: string(ev.Type), Kind: provider.EventOther}
+	kind, ok := eventKinds[n.Type]
+	if !ok || ev.Data == nil {
+		return n, nil
+	}
+	n.Kind = kind
+	if kind == provider.EventRefunded {
+		var ch stripego.Charge
+		if err := json.Unmarshal(ev.Data.Raw, &ch); err != nil {
+			return n, fmt.Errorf("stripe: decode charge: %w", err)
+		}
+		if ch.PaymentIntent != nil {
+			n.IntentID = ch.PaymentIntent.ID
+		}
+		n.AmountRefunded = ch.AmountRefunded
+		return n, nil
+	}
+	var pi stripego.PaymentIntent
+	if err := json.Unmarshal(ev.Data.Raw, &pi); err != nil {
+		return n, fmt.Errorf("stripe: decode payment intent: %w", err)
+	}
+	n.Intent = toIntent(&pi)
+	n.IntentID = pi.ID
+	if e := pi.LastPaymentError; e != nil {
+		n.FailureCode, n.FailureMessage = string(e.DeclineCode), e.Msg
+		if n.FailureCode == "" {
+			n.FailureCode = string(e.Code)
+		}
+	}
+	return n, nil
+}
