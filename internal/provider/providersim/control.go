@@ -38,6 +38,8 @@ type randomFaultsJSON struct {
 //	DELETE /_sim/faults               release and remove all
 //	POST   /_sim/forget-keys
 //	POST   /_sim/random-faults        {"drop","error_500","delay","delay_for","seed"}
+//	GET    /_sim/clock                {"now","offset"}
+//	POST   /_sim/clock/advance        {"by":"25h"} -> {"now","offset"}
 func (s *Server) controlRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /_sim/stats", func(w http.ResponseWriter, r *http.Request) {
 		total, byKey := s.allStats()
@@ -115,9 +117,38 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 		s.SetRandomFaults(rf)
 		w.WriteHeader(http.StatusNoContent)
 	})
+	m.HandleFunc("GET /_sim/clock", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.clockJSON())
+	})
+	m.HandleFunc("POST /_sim/clock/advance", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			By string `json:"by"`
+		}
+		if !readJSON(w, r, &in) {
+			return
+		}
+		d, err := time.ParseDuration(in.By)
+		if err != nil || d < 0 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("by: want a non-negative duration such as 25h, got %q", in.By)})
+			return
+		}
+		s.Advance(d)
+		writeJSON(w, http.StatusOK, s.clockJSON())
+	})
 	m.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint"})
 	})
+}
+
+type clockJSON struct {
+	Now    time.Time `json:"now"`
+	Offset string    `json:"offset"` // total of all advances
+}
+
+func (s *Server) clockJSON() clockJSON {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return clockJSON{Now: s.now(), Offset: s.offset.String()}
 }
 
 // withFault resolves the {id} of a control route.

@@ -22,8 +22,8 @@ import (
 
 // Options configure a Server. The zero value is usable.
 type Options struct {
-	// Now is the clock for idempotency-key expiry and object timestamps.
-	// Default time.Now.
+	// Now is the clock for idempotency-key expiry and object timestamps,
+	// before any Advance. Default time.Now.
 	Now func() time.Time
 	// KeyRetention is how long an idempotency key is remembered after its
 	// first use. Default 24h, as Stripe.
@@ -92,6 +92,7 @@ type Server struct {
 	mux  *http.ServeMux
 
 	mu       sync.Mutex
+	offset   time.Duration // added to Options.Now by Advance
 	accounts map[string]*account
 	anon     int // requests without a valid secret key
 	log      []Request
@@ -248,7 +249,7 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 		key, authed := secretKey(r)
 		rec := &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key")}
 		s.mu.Lock()
-		rec.Time = s.opts.Now()
+		rec.Time = s.now()
 		if authed {
 			rec.SecretKey = key
 			s.account(key).stats.Requests++
@@ -323,7 +324,7 @@ func (s *Server) execute(key string, c *call, run runFunc, entry *idemEntry) res
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.account(key)
-	c.now = s.opts.Now()
+	c.now = s.now()
 	res := run(s, a, c)
 	if entry != nil {
 		if res.final {
