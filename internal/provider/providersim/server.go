@@ -91,16 +91,18 @@ type Server struct {
 	opts Options
 	mux  *http.ServeMux
 
-	mu       sync.Mutex
-	offset   time.Duration // added to Options.Now by Advance
-	accounts map[string]*account
-	anon     int // requests without a valid secret key
-	log      []Request
-	faults   []*Injected       // active, in injection order
-	byID     map[int]*Injected // everything injected since the last clear
-	nextID   int
-	random   RandomFaults
-	rng      *rand.Rand
+	mu        sync.Mutex
+	offset    time.Duration // added to Options.Now by Advance
+	accounts  map[string]*account
+	revoked   map[string]bool            // secret keys answering 401
+	forbidden map[string]map[string]bool // secret key -> operations answering 403
+	anon      int                        // requests without a valid secret key
+	log       []Request
+	faults    []*Injected       // active, in injection order
+	byID      map[int]*Injected // everything injected since the last clear
+	nextID    int
+	random    RandomFaults
+	rng       *rand.Rand
 }
 
 // account is the state of one secret key.
@@ -121,7 +123,8 @@ func New(opts Options) *Server {
 	if opts.KeyRetention <= 0 {
 		opts.KeyRetention = 24 * time.Hour
 	}
-	s := &Server{opts: opts, accounts: map[string]*account{}, byID: map[int]*Injected{}}
+	s := &Server{opts: opts, accounts: map[string]*account{}, byID: map[int]*Injected{},
+		revoked: map[string]bool{}, forbidden: map[string]map[string]bool{}}
 	s.SetRandomFaults(opts.RandomFaults)
 
 	m := http.NewServeMux()
@@ -248,23 +251,35 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, authed := secretKey(r)
 		rec := &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key")}
+		var credStatus int
+		var credErr *apiError
 		s.mu.Lock()
 		rec.Time = s.now()
 		if authed {
 			rec.SecretKey = key
 			s.account(key).stats.Requests++
+			credStatus, credErr = s.credentialError(key, op)
 		} else {
 			s.anon++
 		}
 		s.mu.Unlock()
 
+		// Credentials come first and their errors are never stored, so a
+		// revoked or unpermitted key cannot replay, claim or consume an
+		// Idempotency-Key.
 		switch {
 		case !authed:
-			s.reply(w, rec, failed(http.StatusUnauthorized, authError(r)))
+			s.reply(w, rec, failed(http.StatusUnauthorized, authError(r, key)))
+			return
+		case credStatus == http.StatusUnauthorized:
+			s.reply(w, rec, failed(credStatus, credErr))
 			return
 		case run == nil:
 			s.reply(w, rec, failed(http.StatusNotFound, &apiError{Type: invalidRequest,
 				Message: "Unrecognized request URL (" + r.Method + ": " + r.URL.Path + ")."}))
+			return
+		case credErr != nil:
+			s.reply(w, rec, failed(credStatus, credErr))
 			return
 		}
 		if err := r.ParseForm(); err != nil {
@@ -381,11 +396,11 @@ func secretKey(r *http.Request) (string, bool) {
 	return key, strings.HasPrefix(key, "sk_")
 }
 
-func authError(r *http.Request) *apiError {
+func authError(r *http.Request, key string) *apiError {
 	if r.Header.Get("Authorization") == "" {
 		return &apiError{Type: invalidRequest, Message: "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY')."}
 	}
-	return &apiError{Type: invalidRequest, Message: "Invalid API Key provided."}
+	return invalidKey(key)
 }
 
 // dropConnection closes the connection without writing a response.
