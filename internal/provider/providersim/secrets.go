@@ -18,6 +18,7 @@ var permissions = map[string]string{
 	"search":          "rak_payment_intent_read",
 	"refund":          "rak_refund_write",
 	"retrieve_refund": "rak_refund_read",
+	"list_refunds":    "rak_refund_read",
 }
 
 // RevokeSecret makes every later request with the secret key answer 401, as

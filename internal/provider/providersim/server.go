@@ -71,7 +71,7 @@ func (s *Stats) add(o Stats) {
 
 // Request is one logged API request.
 type Request struct {
-	Op             string    `json:"op"` // authorize, capture, cancel, refund, retrieve, retrieve_refund, search; "" if unrouted
+	Op             string    `json:"op"` // authorize, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search; "" if unrouted
 	Method         string    `json:"method"`
 	Path           string    `json:"path"`
 	SecretKey      string    `json:"secret_key,omitempty"`
@@ -107,12 +107,13 @@ type Server struct {
 
 // account is the state of one secret key.
 type account struct {
-	intents map[string]*intentRecord
-	order   []*intentRecord // creation order
-	refunds map[string]*refund
-	keys    map[string]*idemEntry
-	swept   time.Time
-	stats   Stats
+	intents     map[string]*intentRecord
+	order       []*intentRecord // creation order
+	refunds     map[string]*refund
+	refundOrder []*refund // refunds in creation order
+	keys        map[string]*idemEntry
+	swept       time.Time
+	stats       Stats
 }
 
 // New returns a Server with no objects and no faults.
@@ -134,6 +135,7 @@ func New(opts Options) *Server {
 	m.Handle("POST /v1/payment_intents/{id}/capture", s.endpoint("capture", (*Server).captureIntent))
 	m.Handle("POST /v1/payment_intents/{id}/cancel", s.endpoint("cancel", (*Server).cancelIntent))
 	m.Handle("POST /v1/refunds", s.endpoint("refund", (*Server).createRefund))
+	m.Handle("GET /v1/refunds", s.endpoint("list_refunds", (*Server).listRefunds))
 	m.Handle("GET /v1/refunds/{id}", s.endpoint("retrieve_refund", (*Server).getRefund))
 	m.Handle("/", s.endpoint("", nil))
 	s.controlRoutes(m)
