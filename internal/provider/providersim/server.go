@@ -1,13 +1,48 @@
 // Package providersim is a stateful simulator of the part of the Stripe API
 // that the payment service uses through stripe-go: PaymentIntents (create and
-// confirm, retrieve, capture, cancel, search) and refunds.
+// confirm, retrieve, capture, cancel, search) and refunds (create, retrieve,
+// list).
 //
 // It honours Idempotency-Key per secret key the way Stripe does, keeps each
 // secret key's objects apart, counts every effect, and lets tests inject
 // faults (lost responses, delays, 5xx, 429, held requests) at the moments that
-// matter for exactly-once behaviour: before or after the effect. Tests mount
-// it with httptest; cmd/providersim serves it as a process, with a control API
-// under /_sim/.
+// matter for exactly-once behaviour: before or after the effect. Tests can
+// revoke or restrict a secret key and move the clock. Tests mount it with
+// httptest; cmd/providersim serves it as a process, with a control API under
+// /_sim/.
+//
+// # Where it differs from Stripe
+//
+// Settings that Stripe does not offer, chosen so tests are deterministic:
+//   - Idempotency keys are forgotten exactly KeyRetention (default 24h) after
+//     first use. Stripe only promises to keep them at least 24 hours; a retry
+//     after that may or may not execute again, so the simulator takes the
+//     harsher reading and always does. A key whose first request is still
+//     running is never forgotten.
+//   - Search sees an intent SearchLag after it was created, default at once.
+//     Stripe's search lags writes by under a minute normally and longer during
+//     an outage; a SearchLag shows whether the service relies on search right
+//     after a write. Retrieve and lists have no lag, as at Stripe.
+//   - Time is Options.Now plus Advance; timestamps and key ages follow it.
+//
+// Simplified:
+//   - Each secret key is its own account. Any sk_ string is accepted until
+//     RevokeSecret; a new string (a rolled key) sees none of the old key's
+//     objects or idempotency keys, whereas at Stripe a rolled key reaches the
+//     same account. Restricted (rk_) and publishable keys are rejected as
+//     invalid; ForbidSecret gives a secret key a restricted key's 403s.
+//   - Only test payment methods (pm_card_visa, pm_card_chargeDeclined, ...)
+//     exist. Intents are confirmed at creation or not at all: no confirm
+//     endpoint, no requires_action or processing, no 3-D Secure.
+//   - Refunds succeed at once: never pending or failed, and no
+//     charge.refunded or other events, as there are no webhooks at all.
+//   - Search supports metadata, status and currency clauses joined by AND,
+//     and its page tokens are offsets. Lists filter by payment_intent or
+//     charge and ignore created and expand; an unknown payment_intent or
+//     charge filter answers 404.
+//   - Stripe-Version, Stripe-Account and livemode are ignored; error messages
+//     follow Stripe's but are not guaranteed word for word; 429s and 5xx
+//     happen only when injected.
 package providersim
 
 import (
