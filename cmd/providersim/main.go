@@ -1,6 +1,7 @@
 // Command providersim serves the Stripe-compatible provider simulator for
 // local runs and out-of-process tests. Point STRIPE_API_BASE at the address it
-// prints; drive faults and read counters through its /_sim/ control API.
+// prints; drive faults, revoke secret keys, move its clock past the key
+// retention and read counters through its /_sim/ control API.
 package main
 
 import (

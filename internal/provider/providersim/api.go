@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -353,6 +354,7 @@ func (s *Server) createRefund(a *account, c *call) result {
 		Created: c.now.Unix(), Currency: pi.Currency, Metadata: metadataParam(c.form),
 		PaymentIntent: pi.ID, Status: "succeeded"}
 	a.refunds[rf.ID] = rf
+	a.refundOrder = append(a.refundOrder, rf)
 	pi.AmountRefunded += amount
 	a.stats.Refunds++
 	return okResult(rf)
@@ -364,6 +366,79 @@ func (s *Server) getRefund(a *account, c *call) result {
 		return notFound("refund", "refund", c.id)
 	}
 	return okResult(rf)
+}
+
+// listRefunds implements GET /v1/refunds: the account's refunds, optionally
+// of one payment_intent or charge, newest first, paged by the cursors
+// starting_after (older than) and ending_before (newer than).
+func (s *Server) listRefunds(a *account, c *call) result {
+	limit, sent, perr := positiveInt(c.form, "limit")
+	switch {
+	case perr != nil || limit > 100:
+		return rejected(&apiError{Type: invalidRequest, Code: "parameter_invalid_integer", Param: "limit", Message: "Invalid limit: must be between 1 and 100."})
+	case !sent:
+		limit = 10
+	}
+	piID, charge := get(c.form, "payment_intent"), get(c.form, "charge")
+	if piID != "" && a.intents[piID] == nil {
+		return notFound("payment_intent", "payment_intent", piID)
+	}
+	if charge != "" && !a.hasCharge(charge) {
+		return notFound("charge", "charge", charge)
+	}
+	after, before := get(c.form, "starting_after"), get(c.form, "ending_before")
+	if after != "" && before != "" {
+		return rejected(&apiError{Type: invalidRequest, Message: "You may only specify one of these parameters: ending_before, starting_after."})
+	}
+
+	// Walk away from the cursor: towards older refunds for starting_after
+	// and for the first page, towards newer ones for ending_before.
+	from, step := len(a.refundOrder)-1, -1
+	if cursor := after + before; cursor != "" {
+		param := "starting_after"
+		if before != "" {
+			param = "ending_before"
+		}
+		at := slices.IndexFunc(a.refundOrder, func(rf *refund) bool { return rf.ID == cursor })
+		if at < 0 {
+			return notFound("refund", param, cursor)
+		}
+		from = at - 1
+		if before != "" {
+			from, step = at+1, 1
+		}
+	}
+	out := struct {
+		Object  string    `json:"object"`
+		Data    []*refund `json:"data"`
+		HasMore bool      `json:"has_more"`
+		URL     string    `json:"url"`
+	}{Object: "list", Data: []*refund{}, URL: "/v1/refunds"}
+	for i := from; i >= 0 && i < len(a.refundOrder); i += step {
+		rf := a.refundOrder[i]
+		if (piID != "" && rf.PaymentIntent != piID) || (charge != "" && rf.Charge != charge) {
+			continue
+		}
+		if int64(len(out.Data)) == limit {
+			out.HasMore = true
+			break
+		}
+		out.Data = append(out.Data, rf)
+	}
+	if step > 0 {
+		slices.Reverse(out.Data) // a page is newest first whichever way it was walked
+	}
+	return okResult(out)
+}
+
+// hasCharge reports whether a charge of the account exists. Requires s.mu.
+func (a *account) hasCharge(id string) bool {
+	for _, pi := range a.order {
+		if pi.LatestCharge == id {
+			return true
+		}
+	}
+	return false
 }
 
 // searchClauseRE matches one clause of the supported search query subset:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -38,6 +39,11 @@ type randomFaultsJSON struct {
 //	DELETE /_sim/faults               release and remove all
 //	POST   /_sim/forget-keys
 //	POST   /_sim/random-faults        {"drop","error_500","delay","delay_for","seed"}
+//	POST   /_sim/secrets/revoke       {"secret_key"}
+//	POST   /_sim/secrets/forbid       {"secret_key","ops":[...]} (no ops: all)
+//	POST   /_sim/secrets/restore      {"secret_key"}
+//	GET    /_sim/clock                {"now","offset"}
+//	POST   /_sim/clock/advance        {"by":"25h"} -> {"now","offset"}
 func (s *Server) controlRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /_sim/stats", func(w http.ResponseWriter, r *http.Request) {
 		total, byKey := s.allStats()
@@ -115,9 +121,72 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 		s.SetRandomFaults(rf)
 		w.WriteHeader(http.StatusNoContent)
 	})
+	m.HandleFunc("POST /_sim/secrets/revoke", s.secretControl(false, func(key string, _ ...string) { s.RevokeSecret(key) }))
+	m.HandleFunc("POST /_sim/secrets/forbid", s.secretControl(true, s.ForbidSecret))
+	m.HandleFunc("POST /_sim/secrets/restore", s.secretControl(false, func(key string, _ ...string) { s.RestoreSecret(key) }))
+	m.HandleFunc("GET /_sim/clock", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.clockJSON())
+	})
+	m.HandleFunc("POST /_sim/clock/advance", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			By string `json:"by"`
+		}
+		if !readJSON(w, r, &in) {
+			return
+		}
+		d, err := time.ParseDuration(in.By)
+		if err != nil || d < 0 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("by: want a non-negative duration such as 25h, got %q", in.By)})
+			return
+		}
+		s.Advance(d)
+		writeJSON(w, http.StatusOK, s.clockJSON())
+	})
 	m.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint"})
 	})
+}
+
+// secretControl reads {"secret_key","ops"}, checks it and applies it.
+func (s *Server) secretControl(takesOps bool, apply func(secretKey string, ops ...string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			SecretKey string   `json:"secret_key"`
+			Ops       []string `json:"ops"`
+		}
+		if !readJSON(w, r, &in) {
+			return
+		}
+		var err error
+		switch {
+		case !strings.HasPrefix(in.SecretKey, "sk_"):
+			err = fmt.Errorf("secret_key: want a key starting with sk_, got %q", in.SecretKey)
+		case len(in.Ops) > 0 && !takesOps:
+			err = fmt.Errorf("ops: only forbid takes ops")
+		}
+		for _, op := range in.Ops {
+			if _, known := permissions[op]; !known && err == nil {
+				err = fmt.Errorf("ops: unknown operation %q", op)
+			}
+		}
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		apply(in.SecretKey, in.Ops...)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+type clockJSON struct {
+	Now    time.Time `json:"now"`
+	Offset string    `json:"offset"` // total of all advances
+}
+
+func (s *Server) clockJSON() clockJSON {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return clockJSON{Now: s.now(), Offset: s.offset.String()}
 }
 
 // withFault resolves the {id} of a control route.

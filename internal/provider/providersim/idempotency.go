@@ -30,7 +30,7 @@ func (s *Server) claim(key, idemKey, fp string) (*idemEntry, result, claimState)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.account(key)
-	now := s.opts.Now()
+	now := s.now()
 	if now.Sub(a.swept) > time.Minute {
 		for k, e := range a.keys {
 			if s.expired(e, now) {

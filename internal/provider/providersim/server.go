@@ -1,13 +1,48 @@
 // Package providersim is a stateful simulator of the part of the Stripe API
 // that the payment service uses through stripe-go: PaymentIntents (create and
-// confirm, retrieve, capture, cancel, search) and refunds.
+// confirm, retrieve, capture, cancel, search) and refunds (create, retrieve,
+// list).
 //
 // It honours Idempotency-Key per secret key the way Stripe does, keeps each
 // secret key's objects apart, counts every effect, and lets tests inject
 // faults (lost responses, delays, 5xx, 429, held requests) at the moments that
-// matter for exactly-once behaviour: before or after the effect. Tests mount
-// it with httptest; cmd/providersim serves it as a process, with a control API
-// under /_sim/.
+// matter for exactly-once behaviour: before or after the effect. Tests can
+// revoke or restrict a secret key and move the clock. Tests mount it with
+// httptest; cmd/providersim serves it as a process, with a control API under
+// /_sim/.
+//
+// # Where it differs from Stripe
+//
+// Settings that Stripe does not offer, chosen so tests are deterministic:
+//   - Idempotency keys are forgotten exactly KeyRetention (default 24h) after
+//     first use. Stripe only promises to keep them at least 24 hours; a retry
+//     after that may or may not execute again, so the simulator takes the
+//     harsher reading and always does. A key whose first request is still
+//     running is never forgotten.
+//   - Search sees an intent SearchLag after it was created, default at once.
+//     Stripe's search lags writes by under a minute normally and longer during
+//     an outage; a SearchLag shows whether the service relies on search right
+//     after a write. Retrieve and lists have no lag, as at Stripe.
+//   - Time is Options.Now plus Advance; timestamps and key ages follow it.
+//
+// Simplified:
+//   - Each secret key is its own account. Any sk_ string is accepted until
+//     RevokeSecret; a new string (a rolled key) sees none of the old key's
+//     objects or idempotency keys, whereas at Stripe a rolled key reaches the
+//     same account. Restricted (rk_) and publishable keys are rejected as
+//     invalid; ForbidSecret gives a secret key a restricted key's 403s.
+//   - Only test payment methods (pm_card_visa, pm_card_chargeDeclined, ...)
+//     exist. Intents are confirmed at creation or not at all: no confirm
+//     endpoint, no requires_action or processing, no 3-D Secure.
+//   - Refunds succeed at once: never pending or failed, and no
+//     charge.refunded or other events, as there are no webhooks at all.
+//   - Search supports metadata, status and currency clauses joined by AND,
+//     and its page tokens are offsets. Lists filter by payment_intent or
+//     charge and ignore created and expand; an unknown payment_intent or
+//     charge filter answers 404.
+//   - Stripe-Version, Stripe-Account and livemode are ignored; error messages
+//     follow Stripe's but are not guaranteed word for word; 429s and 5xx
+//     happen only when injected.
 package providersim
 
 import (
@@ -22,8 +57,8 @@ import (
 
 // Options configure a Server. The zero value is usable.
 type Options struct {
-	// Now is the clock for idempotency-key expiry and object timestamps.
-	// Default time.Now.
+	// Now is the clock for idempotency-key expiry and object timestamps,
+	// before any Advance. Default time.Now.
 	Now func() time.Time
 	// KeyRetention is how long an idempotency key is remembered after its
 	// first use. Default 24h, as Stripe.
@@ -71,7 +106,7 @@ func (s *Stats) add(o Stats) {
 
 // Request is one logged API request.
 type Request struct {
-	Op             string    `json:"op"` // authorize, capture, cancel, refund, retrieve, retrieve_refund, search; "" if unrouted
+	Op             string    `json:"op"` // authorize, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search; "" if unrouted
 	Method         string    `json:"method"`
 	Path           string    `json:"path"`
 	SecretKey      string    `json:"secret_key,omitempty"`
@@ -91,25 +126,29 @@ type Server struct {
 	opts Options
 	mux  *http.ServeMux
 
-	mu       sync.Mutex
-	accounts map[string]*account
-	anon     int // requests without a valid secret key
-	log      []Request
-	faults   []*Injected       // active, in injection order
-	byID     map[int]*Injected // everything injected since the last clear
-	nextID   int
-	random   RandomFaults
-	rng      *rand.Rand
+	mu        sync.Mutex
+	offset    time.Duration // added to Options.Now by Advance
+	accounts  map[string]*account
+	revoked   map[string]bool            // secret keys answering 401
+	forbidden map[string]map[string]bool // secret key -> operations answering 403
+	anon      int                        // requests without a valid secret key
+	log       []Request
+	faults    []*Injected       // active, in injection order
+	byID      map[int]*Injected // everything injected since the last clear
+	nextID    int
+	random    RandomFaults
+	rng       *rand.Rand
 }
 
 // account is the state of one secret key.
 type account struct {
-	intents map[string]*intentRecord
-	order   []*intentRecord // creation order
-	refunds map[string]*refund
-	keys    map[string]*idemEntry
-	swept   time.Time
-	stats   Stats
+	intents     map[string]*intentRecord
+	order       []*intentRecord // creation order
+	refunds     map[string]*refund
+	refundOrder []*refund // refunds in creation order
+	keys        map[string]*idemEntry
+	swept       time.Time
+	stats       Stats
 }
 
 // New returns a Server with no objects and no faults.
@@ -120,7 +159,8 @@ func New(opts Options) *Server {
 	if opts.KeyRetention <= 0 {
 		opts.KeyRetention = 24 * time.Hour
 	}
-	s := &Server{opts: opts, accounts: map[string]*account{}, byID: map[int]*Injected{}}
+	s := &Server{opts: opts, accounts: map[string]*account{}, byID: map[int]*Injected{},
+		revoked: map[string]bool{}, forbidden: map[string]map[string]bool{}}
 	s.SetRandomFaults(opts.RandomFaults)
 
 	m := http.NewServeMux()
@@ -130,6 +170,7 @@ func New(opts Options) *Server {
 	m.Handle("POST /v1/payment_intents/{id}/capture", s.endpoint("capture", (*Server).captureIntent))
 	m.Handle("POST /v1/payment_intents/{id}/cancel", s.endpoint("cancel", (*Server).cancelIntent))
 	m.Handle("POST /v1/refunds", s.endpoint("refund", (*Server).createRefund))
+	m.Handle("GET /v1/refunds", s.endpoint("list_refunds", (*Server).listRefunds))
 	m.Handle("GET /v1/refunds/{id}", s.endpoint("retrieve_refund", (*Server).getRefund))
 	m.Handle("/", s.endpoint("", nil))
 	s.controlRoutes(m)
@@ -247,23 +288,35 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, authed := secretKey(r)
 		rec := &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key")}
+		var credStatus int
+		var credErr *apiError
 		s.mu.Lock()
-		rec.Time = s.opts.Now()
+		rec.Time = s.now()
 		if authed {
 			rec.SecretKey = key
 			s.account(key).stats.Requests++
+			credStatus, credErr = s.credentialError(key, op)
 		} else {
 			s.anon++
 		}
 		s.mu.Unlock()
 
+		// Credentials come first and their errors are never stored, so a
+		// revoked or unpermitted key cannot replay, claim or consume an
+		// Idempotency-Key.
 		switch {
 		case !authed:
-			s.reply(w, rec, failed(http.StatusUnauthorized, authError(r)))
+			s.reply(w, rec, failed(http.StatusUnauthorized, authError(r, key)))
+			return
+		case credStatus == http.StatusUnauthorized:
+			s.reply(w, rec, failed(credStatus, credErr))
 			return
 		case run == nil:
 			s.reply(w, rec, failed(http.StatusNotFound, &apiError{Type: invalidRequest,
 				Message: "Unrecognized request URL (" + r.Method + ": " + r.URL.Path + ")."}))
+			return
+		case credErr != nil:
+			s.reply(w, rec, failed(credStatus, credErr))
 			return
 		}
 		if err := r.ParseForm(); err != nil {
@@ -323,7 +376,7 @@ func (s *Server) execute(key string, c *call, run runFunc, entry *idemEntry) res
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.account(key)
-	c.now = s.opts.Now()
+	c.now = s.now()
 	res := run(s, a, c)
 	if entry != nil {
 		if res.final {
@@ -380,11 +433,11 @@ func secretKey(r *http.Request) (string, bool) {
 	return key, strings.HasPrefix(key, "sk_")
 }
 
-func authError(r *http.Request) *apiError {
+func authError(r *http.Request, key string) *apiError {
 	if r.Header.Get("Authorization") == "" {
 		return &apiError{Type: invalidRequest, Message: "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY')."}
 	}
-	return &apiError{Type: invalidRequest, Message: "Invalid API Key provided."}
+	return invalidKey(key)
 }
 
 // dropConnection closes the connection without writing a response.

@@ -1,0 +1,27 @@
+package providersim
+
+import "time"
+
+// Now is the simulator's time: Options.Now plus everything Advance added. It
+// stamps objects and ages idempotency keys.
+func (s *Server) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now()
+}
+
+// Advance moves the simulator's clock forward by d, so a process driven only
+// through the control API can age idempotency keys past KeyRetention and
+// search lag. It panics if d is negative: a clock going back would revive
+// forgotten keys.
+func (s *Server) Advance(d time.Duration) {
+	if d < 0 {
+		panic("providersim: Advance with a negative duration")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.offset += d
+}
+
+// now is Server.Now for callers holding s.mu.
+func (s *Server) now() time.Time { return s.opts.Now().Add(s.offset) }
