@@ -26,6 +26,7 @@ import (
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
+	"github.com/acmepay/payments/internal/provider"
 	"github.com/acmepay/payments/internal/provider/providersim"
 	"github.com/acmepay/payments/internal/provider/stripe"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -65,8 +66,13 @@ func (c *Clock) Advance(d time.Duration) {
 type Options struct {
 	ProviderTimeout time.Duration
 	Lease           time.Duration
-	KeyRetention    time.Duration
-	SearchGrace     time.Duration
+	// KeyRetention is the service's PROVIDER_KEY_RETENTION and the
+	// simulator's own key retention, as in production.
+	KeyRetention time.Duration
+	SearchGrace  time.Duration
+	// WrapProvider, when set, wraps every instance's provider adapter, so a
+	// test can watch the calls the service makes.
+	WrapProvider func(provider.Provider) provider.Provider
 }
 
 // Env is one test's world.
@@ -111,7 +117,7 @@ func New(t testing.TB, opts Options) *Env {
 	}
 	t.Cleanup(db.Close)
 	e.DB = db
-	e.Sim = providersim.New(providersim.Options{Now: e.Clock.Now})
+	e.Sim = providersim.New(providersim.Options{Now: e.Clock.Now, KeyRetention: opts.KeyRetention})
 	simSrv := httptest.NewServer(e.Sim)
 	t.Cleanup(simSrv.Close)
 	t.Cleanup(e.Sim.ClearFaults)
@@ -143,9 +149,13 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 		return store.EventBacklog(ctx, e.Clock.Now())
 	})
 	log := e.Logger()
+	var prov provider.Provider = stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log})
+	if e.Opts.WrapProvider != nil {
+		prov = e.Opts.WrapProvider(prov)
+	}
 	svc, err := payment.NewService(payment.Config{
 		Store:    store,
-		Provider: stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log}),
+		Provider: prov,
 		Logger:   log, Metrics: m, Now: e.Clock.Now,
 		ProviderTimeout: e.Opts.ProviderTimeout, Lease: e.Opts.Lease,
 		KeyRetention: e.Opts.KeyRetention, SearchGrace: e.Opts.SearchGrace,

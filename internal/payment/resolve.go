@@ -235,6 +235,7 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 			next.Status, next.AmountCaptured = StatusCaptured, capturedAmount(p.Amount, out.Intent)
 		case AttemptFailed:
 			eventType = "payment.capture_failed"
+			adoptIntent(&next, out.Intent)
 		}
 	case OpCancel:
 		switch a.Status {
@@ -242,6 +243,7 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 			next.Status = StatusCanceled
 		case AttemptFailed:
 			eventType = "payment.cancel_failed"
+			adoptIntent(&next, out.Intent)
 		}
 	case OpRefund:
 		r, err := tx.RefundByAttempt(ctx, a.ID)
@@ -296,6 +298,14 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 	*p = next
 	if moved {
 		s.metrics.PaymentTransition(from, p.Status)
+		if eventType != "" && eventType != "payment.refunded" {
+			// A refusal that showed the payment had moved on at the
+			// provider: the refusal, then the change it revealed.
+			if err := s.emit(ctx, tx, p, eventType); err != nil {
+				return nil, err
+			}
+			eventType = ""
+		}
 	}
 	return a, s.changed(ctx, tx, p, eventType, from, actor, action, "", details)
 }
@@ -363,6 +373,21 @@ func authorizationStatus(out outcome) Status {
 		}
 	}
 	return StatusUnknown
+}
+
+// adoptIntent moves a payment to the state its intent proves when a
+// capture or cancel was refused because the payment had moved on at the
+// provider (canceled in the dashboard, or captured by someone else).
+func adoptIntent(p *Payment, in *provider.Intent) {
+	if in == nil {
+		return
+	}
+	switch in.State {
+	case provider.IntentCanceled:
+		p.Status = StatusCanceled
+	case provider.IntentCaptured:
+		p.Status, p.AmountCaptured = StatusCaptured, capturedAmount(p.Amount, in)
+	}
 }
 
 // refundedTotal is what the payment shows as refunded: the larger of the

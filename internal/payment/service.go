@@ -136,6 +136,12 @@ func (s *Service) changed(ctx context.Context, tx Tx, p *Payment, eventType stri
 	if eventType == "" {
 		eventType = "payment." + string(p.Status)
 	}
+	return s.emit(ctx, tx, p, eventType)
+}
+
+// emit writes one event with the payment's snapshot, in the caller's
+// transaction.
+func (s *Service) emit(ctx context.Context, tx Tx, p *Payment, eventType string) error {
 	ev := Event{ID: s.newID("evt"), AccountID: p.AccountID, PaymentID: p.ID, Type: eventType, CreatedAt: p.UpdatedAt}
 	payload, err := json.Marshal(struct {
 		ID        string   `json:"id"`
