@@ -10,7 +10,8 @@ import (
 // any other goroutine FailNow stops that goroutine alone, and the test hangs
 // waiting for what it would have sent, or passes with the assertion unmade.
 // So a goroutine of a test uses TryDo or DoAsync and hands its outcome back,
-// and the test goroutine asserts on it.
+// and the test goroutine asserts on it. TestNoFailNowOffTheTestGoroutine
+// keeps it so.
 
 // WaitTimeout bounds every wait of a test goroutine on another goroutine: a
 // request that never reaches the provider, or never comes back, fails the
