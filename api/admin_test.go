@@ -13,10 +13,14 @@ import (
 
 const replayBody = `{"actor":"ops@acmepay.dev","reason":"customer reported no confirmation"}`
 
+func replayRequest(id, key string) apitest.Request {
+	return apitest.Request{Method: http.MethodPost, Path: "/admin/v1/payments/" + id + "/replay",
+		Key: key, Bearer: apitest.AdminToken, Body: replayBody}
+}
+
 func replay(e *apitest.Env, id, key string) *apitest.Response {
 	e.T.Helper()
-	return e.Do(apitest.Request{Method: http.MethodPost, Path: "/admin/v1/payments/" + id + "/replay",
-		Key: key, Bearer: apitest.AdminToken, Body: replayBody})
+	return e.Do(replayRequest(id, key))
 }
 
 func wantProblem(t *testing.T, r *apitest.Response, status int, code string) {
@@ -147,34 +151,31 @@ func TestAdminReplay(t *testing.T) {
 		second, _, _ := e.StartInstance()
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldBeforeEffect, Times: 1})
 		const n = 6
-		results := make(chan *apitest.Response, n)
+		results := make(chan apitest.Outcome, n)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range n {
-			base := e.URL
+			req := replayRequest(id, "replay-race")
 			if i%2 == 1 {
-				base = second
+				req.BaseURL = second
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
-				results <- e.Do(apitest.Request{Method: http.MethodPost, Path: "/admin/v1/payments/" + id + "/replay",
-					Key: "replay-race", Bearer: apitest.AdminToken, Body: replayBody, BaseURL: base})
+				r, err := e.TryDo(req)
+				results <- apitest.Outcome{Response: r, Err: err}
 			}()
 		}
 		close(start)
-		<-hold.Reached()
+		apitest.Recv(t, hold.Reached(), "one replay's authorization to reach the provider")
 		var got []*apitest.Response
 		for len(got) < n-1 {
-			got = append(got, <-results)
+			got = append(got, apitest.Await(t, results, "the answers to the replays not held"))
 		}
 		hold.Release()
-		wg.Wait()
-		close(results)
-		for r := range results {
-			got = append(got, r)
-		}
+		got = append(got, apitest.Await(t, results, "the held replay's answer"))
+		apitest.Wait(t, &wg, "the replays")
 		created := 0
 		for _, r := range got {
 			switch {
@@ -200,13 +201,12 @@ func TestAdminReplay(t *testing.T) {
 		e := apitest.New(t, apitest.Options{KeyRetention: time.Minute, SearchGrace: 2 * time.Minute})
 		id := failedNotFound(t, e, "pedido-r2k")
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldBeforeEffect, Times: 1})
-		first := make(chan *apitest.Response, 1)
-		go func() { first <- replay(e, id, "replay-one") }()
-		<-hold.Reached()
+		first := e.DoAsync(replayRequest(id, "replay-one"))
+		apitest.Recv(t, hold.Reached(), "the first replay's authorization to reach the provider")
 		// The first replay's attempt is in flight: its outcome is not known.
 		wantProblem(t, replay(e, id, "replay-two"), http.StatusConflict, "outcome_unknown")
 		hold.Release()
-		wantStatus(t, <-first, http.StatusCreated)
+		wantStatus(t, apitest.Await(t, first, "the first replay's answer"), http.StatusCreated)
 		// Now the payment is authorized: a later replay is refused.
 		wantProblem(t, replay(e, id, "replay-two"), http.StatusConflict, "invalid_state")
 		wantEffects(t, e.Sim, 1)

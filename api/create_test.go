@@ -78,35 +78,32 @@ func TestCreate(t *testing.T) {
 		second, _, _ := e.StartInstance()
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldAfterEffect, Times: 1})
 		const n = 50
-		results := make(chan *apitest.Response, n)
+		results := make(chan apitest.Outcome, n)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for i := range n {
-			base := e.URL
+			req := apitest.CreateRequest("same-key", createBody("pedido-50", 5000))
 			if i%2 == 1 {
-				base = second
+				req.BaseURL = second
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
-				results <- e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "same-key",
-					Body: createBody("pedido-50", 5000), BaseURL: base})
+				r, err := e.TryDo(req)
+				results <- apitest.Outcome{Response: r, Err: err}
 			}()
 		}
 		close(start)
-		<-hold.Reached()
+		apitest.Recv(t, hold.Reached(), "the holder's authorization to reach the provider")
 		// Every request but the holder's is answered while it is held.
 		var got []*apitest.Response
 		for len(got) < n-1 {
-			got = append(got, <-results)
+			got = append(got, apitest.Await(t, results, "the answers to the requests not held"))
 		}
 		hold.Release()
-		wg.Wait()
-		close(results)
-		for r := range results {
-			got = append(got, r)
-		}
+		got = append(got, apitest.Await(t, results, "the holder's answer"))
+		apitest.Wait(t, &wg, "the concurrent creates")
 		var created []*apitest.Response
 		for _, r := range got {
 			switch {
@@ -296,25 +293,26 @@ func TestCreate(t *testing.T) {
 	t.Run("NewKeyPerRetryCannotChargeTwice", func(t *testing.T) {
 		t.Parallel()
 		e := apitest.New(t, apitest.Options{})
-		var wg sync.WaitGroup
-		statuses := make(chan int, 10)
-		for i := range 10 {
-			wg.Add(1)
+		const n = 10
+		answers := make(chan apitest.Outcome, n)
+		for i := range n {
 			go func() {
-				defer wg.Done()
-				statuses <- create(e, fmt.Sprintf("buggy-%d", i), createBody("pedido-buggy", 700)).Status
+				r, err := e.TryDo(apitest.CreateRequest(fmt.Sprintf("buggy-%d", i), createBody("pedido-buggy", 700)))
+				answers <- apitest.Outcome{Response: r, Err: err}
 			}()
 		}
-		wg.Wait()
-		close(statuses)
+		var got []*apitest.Response
+		for range n {
+			got = append(got, apitest.Await(t, answers, "the creates with a new key each"))
+		}
 		created := 0
-		for s := range statuses {
-			switch s {
+		for _, r := range got {
+			switch r.Status {
 			case http.StatusCreated:
 				created++
 			case http.StatusConflict:
 			default:
-				t.Fatalf("unexpected status %d", s)
+				t.Fatalf("unexpected status %d", r.Status)
 			}
 		}
 		if created != 1 {

@@ -38,9 +38,10 @@ func TestClientGoneKeepsTheProviderAnswer(t *testing.T) {
 		}
 		errc <- err
 	}()
-	<-hold.Reached() // the provider has authorized; its answer is held
-	cancel()         // the shopper goes away
-	if err := <-errc; err == nil {
+	// The provider has authorized; its answer is held.
+	apitest.Recv(t, hold.Reached(), "the authorization to take effect at the provider")
+	cancel() // the shopper goes away
+	if err := apitest.Recv(t, errc, "the canceled request to return"); err == nil {
 		t.Fatal("the canceled request was answered")
 	}
 	hold.Release()

@@ -296,7 +296,12 @@ func TestEvents(t *testing.T) {
 
 		var seen []feedEvent
 		after := ""
+		// Both polling loops end only when the writers do: bound them.
+		deadline := time.Now().Add(apitest.WaitTimeout)
 		poll := func() []feedEvent {
+			if time.Now().After(deadline) {
+				t.Fatalf("the writers had not finished after %v; the reader saw %d events", apitest.WaitTimeout, len(seen))
+			}
 			r, err := e.TryDo(apitest.Request{Method: http.MethodGet, Path: eventsPath(after, 3)})
 			if err != nil {
 				t.Fatal(err)

@@ -159,20 +159,11 @@ func TestMetrics(t *testing.T) {
 		wantStatus(t, create(e, "", createBody("pedido-1", 2000)), http.StatusBadRequest)
 
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldAfterEffect, Times: 1})
-		held := make(chan *apitest.Response, 1)
-		go func() {
-			r, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-2", Body: createBody("pedido-2", 2000)})
-			if err != nil {
-				t.Error(err)
-			}
-			held <- r
-		}()
-		<-hold.Reached()
+		held := e.DoAsync(apitest.CreateRequest("k-2", createBody("pedido-2", 2000)))
+		apitest.Recv(t, hold.Reached(), "the authorization to take effect at the provider")
 		wantStatus(t, create(e, "k-2", createBody("pedido-2", 2000)), http.StatusConflict)
 		hold.Release()
-		if r := <-held; r != nil {
-			wantStatus(t, r, http.StatusCreated)
-		}
+		wantStatus(t, apitest.Await(t, held, "the held create's answer"), http.StatusCreated)
 		wantStatus(t, e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/payments/pay_nope"}), http.StatusNotFound)
 
 		after := scrapeMetrics(t, e)

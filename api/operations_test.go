@@ -32,14 +32,22 @@ func captured(t *testing.T, e *apitest.Env, order string, amount int) string {
 	return r.JSON(t)["id"].(string)
 }
 
+func captureRequest(id, key, body string) apitest.Request {
+	return apitest.Request{Method: http.MethodPost, Path: "/v1/payments/" + id + "/capture", Key: key, Body: body}
+}
+
+func cancelRequest(id, key string) apitest.Request {
+	return apitest.Request{Method: http.MethodPost, Path: "/v1/payments/" + id + "/cancel", Key: key}
+}
+
 func capture(e *apitest.Env, id, key, body string) *apitest.Response {
 	e.T.Helper()
-	return e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments/" + id + "/capture", Key: key, Body: body})
+	return e.Do(captureRequest(id, key, body))
 }
 
 func cancel(e *apitest.Env, id, key string) *apitest.Response {
 	e.T.Helper()
-	return e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments/" + id + "/cancel", Key: key})
+	return e.Do(cancelRequest(id, key))
 }
 
 func refund(e *apitest.Env, id, key string, amount int) *apitest.Response {
@@ -99,17 +107,16 @@ func TestCapture(t *testing.T) {
 			t.Parallel()
 			e := apitest.New(t, apitest.Options{})
 			id := authorized(t, e, "pedido-race", 2000)
-			do := map[string]func(key string) *apitest.Response{
-				"capture": func(key string) *apitest.Response { return capture(e, id, key, "") },
-				"cancel":  func(key string) *apitest.Response { return cancel(e, id, key) },
+			req := map[string]func(key string) apitest.Request{
+				"capture": func(key string) apitest.Request { return captureRequest(id, key, "") },
+				"cancel":  func(key string) apitest.Request { return cancelRequest(id, key) },
 			}
 			hold := e.Sim.Inject(providersim.Fault{Op: c.held, Kind: providersim.HoldBeforeEffect, Times: 1})
-			done := make(chan *apitest.Response, 1)
-			go func() { done <- do[c.held]("k-held") }()
-			<-hold.Reached()
-			wantProblem(t, do[c.other]("k-other"), http.StatusConflict, "invalid_state")
+			done := e.DoAsync(req[c.held]("k-held"))
+			apitest.Recv(t, hold.Reached(), "the held "+c.held+" to reach the provider")
+			wantProblem(t, e.Do(req[c.other]("k-other")), http.StatusConflict, "invalid_state")
 			hold.Release()
-			won := <-done
+			won := apitest.Await(t, done, "the held "+c.held+"'s answer")
 			wantStatus(t, won, http.StatusOK)
 			want := map[string]string{"capture": "captured", "cancel": "canceled"}[c.held]
 			if won.JSON(t)["status"] != want {
@@ -123,7 +130,7 @@ func TestCapture(t *testing.T) {
 			}
 			// The loser reserved nothing: its key still answers from the
 			// current state, refused again.
-			wantProblem(t, do[c.other]("k-other"), http.StatusConflict, "invalid_state")
+			wantProblem(t, e.Do(req[c.other]("k-other")), http.StatusConflict, "invalid_state")
 		})
 	}
 

@@ -226,17 +226,28 @@ func TestReconcile(t *testing.T) {
 		body := createBody("pedido-rc-busy", 2000)
 		createUnknown(t, e, "k-rc-busy", body)
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldBeforeEffect, Times: 1})
-		done := make(chan reconcile.Summary, 1)
+		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0})
+		if err != nil {
+			t.Fatalf("reconciler: %v", err)
+		}
+		type pass struct {
+			sum reconcile.Summary
+			err error
+		}
+		done := make(chan pass, 1)
 		go func() {
-			r, _ := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0})
-			sum, _ := r.RunOnce(context.Background())
-			done <- sum
+			sum, err := r.RunOnce(context.Background())
+			done <- pass{sum, err}
 		}()
-		<-hold.Reached()
+		apitest.Recv(t, hold.Reached(), "the reconciler's authorization to reach the provider")
 		busy := create(e, "k-rc-busy", body)
 		wantProblem(t, busy, http.StatusConflict, "idempotency_key_in_use")
 		hold.Release()
-		wantSummary(t, <-done, 1, map[string]int{"authorized": 1}, 0)
+		p := apitest.Recv(t, done, "the reconciliation pass")
+		if p.err != nil {
+			t.Fatalf("RunOnce: %v", p.err)
+		}
+		wantSummary(t, p.sum, 1, map[string]int{"authorized": 1}, 0)
 		retry := create(e, "k-rc-busy", body)
 		wantStatus(t, retry, http.StatusCreated)
 		if retry.Header.Get("Idempotent-Replayed") != "true" || retry.JSON(t)["status"] != "authorized" {
@@ -251,16 +262,15 @@ func TestReconcile(t *testing.T) {
 		e := apitest.New(t, apitest.Options{})
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldBeforeEffect, Times: 1})
 		body := createBody("pedido-rc-held", 2000)
-		got := make(chan *apitest.Response, 1)
-		go func() { got <- create(e, "k-rc-held", body) }()
-		<-hold.Reached()
+		got := e.DoAsync(apitest.CreateRequest("k-rc-held", body))
+		apitest.Recv(t, hold.Reached(), "the holder's authorization to reach the provider")
 		// The holder looks dead: its lease has passed. The reconciler takes the
 		// attempt over with the same provider key, which the provider still
 		// has in flight.
 		e.Clock.Advance(time.Minute)
 		wantSummary(t, runOnce(t, e, nil), 1, map[string]int{}, 1)
 		hold.Release()
-		holder := <-got
+		holder := apitest.Await(t, got, "the holder's answer")
 		wantStatus(t, holder, http.StatusCreated)
 		if holder.JSON(t)["status"] != "authorized" {
 			t.Fatalf("holder's answer = %s", holder.Body)
@@ -416,7 +426,7 @@ func TestReconcile(t *testing.T) {
 			}()
 		}
 		close(start)
-		wg.Wait()
+		apitest.Wait(t, &wg, "the three reconciliation passes")
 		examined, authorized := 0, 0
 		for i, s := range sums {
 			if errs[i] != nil {

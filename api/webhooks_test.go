@@ -400,7 +400,7 @@ func TestWebhookDeduplication(t *testing.T) {
 			}()
 		}
 		close(start)
-		wg.Wait()
+		apitest.Wait(t, &wg, "the redeliveries")
 		close(outcomes)
 		got := map[string]int{}
 		for o := range outcomes {
@@ -489,7 +489,7 @@ func TestWebhookOutOfOrder(t *testing.T) {
 			}()
 		}
 		close(start)
-		wg.Wait()
+		apitest.Wait(t, &wg, "the two deliveries")
 		w.wantPaymentStatus(t, id, "captured")
 		evs := paymentEvents(t, w.Env, w.apiKey, id)
 		if last := evs[len(evs)-1]; last.Type != "payment.captured" || len(evs) > 4 {
@@ -657,7 +657,7 @@ func TestWebhookResolvesUnknown(t *testing.T) {
 			}()
 		}
 		close(start)
-		wg.Wait()
+		apitest.Wait(t, &wg, "the reconcilers, webhooks and client retries")
 		if t.Failed() {
 			t.FailNow()
 		}
@@ -793,15 +793,8 @@ func TestWebhookWhileRequestsAreInFlight(t *testing.T) {
 		w := newWebhookEnv(t)
 		body := createBody("pedido-fly", 2000)
 		hold := w.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldAfterEffect, Times: 1})
-		answered := make(chan *apitest.Response, 1)
-		go func() {
-			r, err := w.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-fly", Body: body, Bearer: w.apiKey})
-			if err != nil {
-				t.Error(err)
-			}
-			answered <- r
-		}()
-		<-hold.Reached()
+		answered := w.DoAsync(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-fly", Body: body, Bearer: w.apiKey})
+		apitest.Recv(t, hold.Reached(), "the authorization to take effect at the provider")
 		in := w.Sim.Intents(w.stripeKey)
 		if len(in) != 1 {
 			t.Fatalf("%d intents at the provider, want 1", len(in))
@@ -812,10 +805,7 @@ func TestWebhookWhileRequestsAreInFlight(t *testing.T) {
 		wantOutcome(t, w.deliver(t, piCapturable(in[0].ID, id)), "applied")
 		w.wantPaymentStatus(t, id, "authorized")
 		hold.Release()
-		r := <-answered
-		if r == nil {
-			t.FailNow()
-		}
+		r := apitest.Await(t, answered, "the held create's answer")
 		wantStatus(t, r, http.StatusCreated)
 		if p := r.JSON(t); p["id"] != id || p["status"] != "authorized" {
 			t.Fatalf("answer %s, want the authorized payment", r.Body)

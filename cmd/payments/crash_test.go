@@ -112,7 +112,7 @@ func (p *proc) kill(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-p.done
+	apitest.Recv(t, p.done, "the killed payments process to exit")
 	p.done <- nil // let the cleanup's wait return
 }
 
@@ -166,9 +166,9 @@ func TestCrash(t *testing.T) {
 				_, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash", Body: crashBody, BaseURL: p.url})
 				errc <- err
 			}()
-			<-hold.Reached()
+			apitest.Recv(t, hold.Reached(), "the authorization to reach the provider")
 			p.kill(t)
-			if err := <-errc; err == nil {
+			if err := apitest.Recv(t, errc, "the killed server's client to return"); err == nil {
 				t.Fatalf("the killed server answered")
 			}
 			// The provider finishes what it received, as a real one would.
@@ -186,7 +186,7 @@ func TestCrash(t *testing.T) {
 		if _, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash", Body: crashBody, BaseURL: p.url}); err == nil {
 			t.Fatalf("the failpoint did not kill the server")
 		}
-		<-p.done
+		apitest.Recv(t, p.done, "the failpoint to end the payments process")
 		p.done <- nil
 		p2 := start(t, e, bin)
 		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash", Body: crashBody, BaseURL: p2.url})
@@ -201,18 +201,15 @@ func TestCrash(t *testing.T) {
 		e := apitest.New(t, apitest.Options{})
 		p := start(t, e, buildBinary(t, ""))
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldAfterEffect, Times: 1})
-		got := make(chan *apitest.Response, 1)
-		go func() {
-			got <- e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-term", Body: crashBody, BaseURL: p.url})
-		}()
-		<-hold.Reached()
+		got := e.DoAsync(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-term", Body: crashBody, BaseURL: p.url})
+		apitest.Recv(t, hold.Reached(), "the authorization to take effect at the provider")
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		hold.Release()
-		r := <-got
+		r := apitest.Await(t, got, "the in-flight create's answer after SIGTERM")
 		assertOneCharge(t, e, r)
-		if err := <-p.done; err != nil {
+		if err := apitest.Recv(t, p.done, "the payments process to exit after SIGTERM"); err != nil {
 			t.Fatalf("exit after SIGTERM: %v", err)
 		}
 		p.done <- nil

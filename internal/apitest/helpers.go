@@ -13,10 +13,15 @@ func CreateBody(order string, amount int) string {
 	return fmt.Sprintf(`{"order_id":%q,"amount":%d,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}`, order, amount)
 }
 
+// CreateRequest is the create call with a client key.
+func CreateRequest(key, body string) Request {
+	return Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body}
+}
+
 // Create posts a create with a client key.
 func (e *Env) Create(key, body string) *Response {
 	e.T.Helper()
-	return e.Do(Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body})
+	return e.Do(CreateRequest(key, body))
 }
 
 // WantStatus fails the test unless the response has the status.

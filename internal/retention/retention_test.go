@@ -236,13 +236,8 @@ func TestPurgeOnce(t *testing.T) {
 		t.Parallel()
 		p, b := setup(t, 0)
 		hold := b.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldAfterEffect, Times: 1})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = b.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-held",
-				Body: createBody("pedido-held", 2000)})
-		}()
-		<-hold.Reached()
+		held := b.DoAsync(apitest.CreateRequest("k-held", createBody("pedido-held", 2000)))
+		apitest.Recv(t, hold.Reached(), "the authorization to take effect at the provider")
 		before := b.mustKey(t, "k-held")
 
 		b.Clock.Advance(tombstoneTTL + 30*24*time.Hour)
@@ -250,7 +245,7 @@ func TestPurgeOnce(t *testing.T) {
 
 		after := b.mustKey(t, "k-held")
 		hold.Release()
-		<-done
+		apitest.Recv(t, held, "the held create to finish")
 		if before.State != "in_progress" || !reflect.DeepEqual(after, before) {
 			t.Fatalf("in-progress key changed:\n%+v\n%+v", before, after)
 		}
@@ -347,7 +342,7 @@ func TestPurgeOnce(t *testing.T) {
 			for i, p := range purgers {
 				wg.Go(func() { results[i], errs[i] = p.PurgeOnce(context.Background()) })
 			}
-			wg.Wait()
+			apitest.Wait(t, &wg, "the purgers")
 			var total retention.Result
 			for i := range instances {
 				if errs[i] != nil {

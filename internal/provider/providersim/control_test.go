@@ -53,7 +53,7 @@ func TestControlAPI(t *testing.T) {
 
 	// A hold driven entirely over HTTP.
 	e.ctl(t, "POST", "/_sim/faults", `{"idempotency_key":"k","kind":"hold_before_effect"}`, 200, &created)
-	errc := make(chan error)
+	errc := make(chan error, 1)
 	go func() {
 		_, err := sc.PaymentIntents.New(authorize("k", "pm_card_visa", "manual", 100, "pay_1"))
 		errc <- err
@@ -63,7 +63,7 @@ func TestControlAPI(t *testing.T) {
 		return status.Reached
 	})
 	e.ctl(t, "POST", fmt.Sprintf("/_sim/faults/%d/release", created.ID), "", 204, nil)
-	if err := <-errc; err != nil {
+	if err := recv(t, errc, "the held authorization's answer"); err != nil {
 		t.Fatal(err)
 	}
 

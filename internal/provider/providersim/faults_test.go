@@ -136,18 +136,18 @@ func TestHoldBeforeEffect(t *testing.T) {
 	}
 
 	hold := e.sim.Inject(Fault{Op: "capture", Kind: HoldBeforeEffect})
-	errc := make(chan error)
+	errc := make(chan error, 1)
 	go func() {
 		_, err := sc.PaymentIntents.Capture(pi.ID, withKey(&stripe.PaymentIntentCaptureParams{}, "cap-1"))
 		errc <- err
 	}()
-	waitClosed(t, hold.Reached(), "hold reached")
+	recv(t, hold.Reached(), "hold reached")
 	if got := e.sim.Stats().Captures; got != 0 {
 		t.Fatalf("captured while held before effect")
 	}
 	hold.Release()
 	hold.Release() // idempotent
-	if err := <-errc; err != nil {
+	if err := recv(t, errc, "the held capture's answer"); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.sim.Stats().Captures; got != 1 {
@@ -165,7 +165,7 @@ func TestHoldAfterEffect(t *testing.T) {
 	sc := e.client(keyA)
 
 	hold := e.sim.Inject(Fault{IdempotencyKey: "k", Kind: HoldAfterEffect, Times: 1})
-	done := make(chan *stripe.PaymentIntent)
+	done := make(chan *stripe.PaymentIntent, 1)
 	go func() {
 		pi, err := sc.PaymentIntents.New(authorize("k", "pm_card_visa", "manual", 100, "pay_1"))
 		if err != nil {
@@ -173,7 +173,7 @@ func TestHoldAfterEffect(t *testing.T) {
 		}
 		done <- pi
 	}()
-	waitClosed(t, hold.Reached(), "hold reached")
+	recv(t, hold.Reached(), "hold reached")
 	if got := e.sim.Stats().Authorizations; got != 1 {
 		t.Fatalf("authorizations while held after effect = %d", got)
 	}
@@ -183,7 +183,7 @@ func TestHoldAfterEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold.Release()
-	if first := <-done; first == nil || first.ID != replay.ID {
+	if first := recv(t, done, "the held authorization's answer"); first == nil || first.ID != replay.ID {
 		t.Fatalf("held answer %v, replay %s", first, replay.ID)
 	}
 	wantStats(t, e.sim.Stats(), Stats{Requests: 2, Replays: 1, Authorizations: 1})

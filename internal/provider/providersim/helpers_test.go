@@ -144,11 +144,27 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+// recv returns the next value from ch, or fails the test after a few
+// seconds: a goroutine that is stuck fails the test instead of hanging it.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
-	case <-ch:
+	case v := <-ch:
+		return v
 	case <-time.After(5 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
 	}
+}
+
+// wait waits for wg like recv.
+func wait(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	recv(t, done, what)
 }

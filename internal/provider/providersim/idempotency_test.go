@@ -99,7 +99,7 @@ func TestConcurrentSameKey(t *testing.T) {
 
 	// Deterministic: while the first request is in flight the key is locked.
 	hold := e.sim.Inject(Fault{Op: "authorize", IdempotencyKey: "k1", Kind: HoldBeforeEffect, Times: 1})
-	done := make(chan *stripe.PaymentIntent)
+	done := make(chan *stripe.PaymentIntent, 1)
 	go func() {
 		pi, err := sc.PaymentIntents.New(authorize("k1", "pm_card_visa", "manual", 100, "pay_1"))
 		if err != nil {
@@ -107,13 +107,13 @@ func TestConcurrentSameKey(t *testing.T) {
 		}
 		done <- pi
 	}()
-	waitClosed(t, hold.Reached(), "hold")
+	recv(t, hold.Reached(), "hold")
 	_, err := sc.PaymentIntents.New(authorize("k1", "pm_card_visa", "manual", 100, "pay_1"))
 	if se := stripeErr(t, err, http.StatusConflict); se.Type != stripe.ErrorTypeIdempotency {
 		t.Fatalf("in-flight error type %s", se.Type)
 	}
 	hold.Release()
-	first := <-done
+	first := recv(t, done, "the held request's answer")
 	again, err := sc.PaymentIntents.New(authorize("k1", "pm_card_visa", "manual", 100, "pay_1"))
 	if err != nil || first == nil || again.ID != first.ID {
 		t.Fatalf("after release: %v, %v, want %v", again, err, first)
@@ -135,7 +135,7 @@ func TestConcurrentSameKey(t *testing.T) {
 			ids <- pi.ID
 		})
 	}
-	wg.Wait()
+	wait(t, &wg, "the burst")
 	close(ids)
 	var id string
 	for got := range ids {
