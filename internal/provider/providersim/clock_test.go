@@ -116,7 +116,7 @@ func TestInFlightKeyOutlivesRetention(t *testing.T) {
 		_, err := sc.PaymentIntents.New(authorize("k", "pm_card_visa", "manual", 100, "pay_1"))
 		done <- err
 	}()
-	waitClosed(t, hold.Reached(), "hold")
+	recv(t, hold.Reached(), "hold")
 	e.sim.Advance(48 * time.Hour)
 	_, err := sc.PaymentIntents.New(authorize("k", "pm_card_visa", "manual", 100, "pay_1"))
 	if se := stripeErr(t, err, http.StatusConflict); se.Type != stripe.ErrorTypeIdempotency {

@@ -24,7 +24,7 @@ func TestRevokedSecret(t *testing.T) {
 		_, err := sc.PaymentIntents.New(authorize("k3", "pm_card_visa", "manual", 100, "pay_3"))
 		held <- err
 	}()
-	waitClosed(t, hold.Reached(), "hold")
+	recv(t, hold.Reached(), "hold")
 	anyReq := e.sim.Inject(Fault{Kind: Error500BeforeEffect})
 
 	e.sim.RevokeSecret(keyA)
