@@ -102,8 +102,14 @@ func (db *DB) Ready(ctx context.Context) error {
 
 // withTx runs fn in a transaction. Rollback uses a context that outlives
 // the caller's cancellation so a canceled request never leaks a transaction.
+//
+// The isolation level is set, never inherited from the server: the money
+// path locks a row and then relies on reading its latest committed version,
+// which READ COMMITTED gives and REPEATABLE READ does not (there a lock on a
+// row changed since the snapshot fails, and a plain read sees the old row).
+// A server default of REPEATABLE READ once left paid payments in processing.
 func withTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) (err error) {
-	tx, err := pool.Begin(ctx)
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return translate(err)
 	}
