@@ -100,25 +100,24 @@ func (db *DB) Ready(ctx context.Context) error {
 	return nil
 }
 
-// withTx runs fn in a transaction. Rollback uses a context that outlives
-// the caller's cancellation so a canceled request never leaks a transaction.
+// withTx runs fn in a transaction.
 //
 // The isolation level is set, never inherited from the server: the money
 // path locks a row and then relies on reading its latest committed version,
 // which READ COMMITTED gives and REPEATABLE READ does not (there a lock on a
 // row changed since the snapshot fails, and a plain read sees the old row).
 // A server default of REPEATABLE READ once left paid payments in processing.
-func withTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) (err error) {
+func withTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
 	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return translate(err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if err = fn(tx); err != nil {
+	// Unconditional, so that a panic in fn also ends the transaction and
+	// returns its connection: a leaked one keeps its locks and makes
+	// pool.Close wait for ever. After Commit it is a no-op (pgx.ErrTxClosed).
+	// The caller's cancellation must not stop the rollback.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
 		return err
 	}
 	return translate(tx.Commit(ctx))

@@ -133,3 +133,55 @@ func TestWithTx(t *testing.T) {
 		}
 	})
 }
+
+// A panic inside a transaction rolls it back and gives its connection back
+// to the pool; a leaked one would keep its locks and make Close (shutdown)
+// wait for ever.
+func TestWithTxPanicRollsBackAndReleasesTheConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A pool of its own, closed by the test: a cleanup's Close would hang
+	// on a leaked connection instead of failing.
+	db, err := postgres.Open(ctx, postgrestest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := postgres.NewPaymentStore(db)
+	p := seed(t, db, store)
+
+	recovered := func() (r any) {
+		defer func() { r = recover() }()
+		_ = store.WithTx(ctx, func(tx payment.Tx) error {
+			changed := *p
+			changed.Status = payment.StatusAuthorized
+			if err := tx.PaymentUpdate(ctx, &changed); err != nil {
+				t.Errorf("update: %v", err)
+			}
+			panic("boom")
+		})
+		return nil
+	}()
+	if recovered != "boom" {
+		t.Fatalf("recovered %v, want the panic to reach the caller", recovered)
+	}
+	if n := db.Pool.Stat().AcquiredConns(); n != 0 {
+		t.Fatalf("%d connections still acquired after the panic, want 0", n)
+	}
+	got, err := store.PaymentGet(ctx, p.AccountID, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != payment.StatusProcessing {
+		t.Fatalf("status = %s after the panic, want %s: the write must roll back", got.Status, payment.StatusProcessing)
+	}
+	closed := make(chan struct{})
+	go func() {
+		db.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("pool Close did not return within 30s")
+	}
+}
