@@ -1,14 +1,13 @@
 package postgres
 
 import (
-	"context"
-
 	"github.com/acmepay/payments/internal/payment"
+	"github.com/jackc/pgx/v5"
 )
 
-// Show reads a setting inside a transaction begun by PaymentStore.WithTx.
-func Show(ctx context.Context, tx payment.Tx, setting string) (string, error) {
-	var v string
-	err := tx.(*paymentTx).tx.QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&v)
-	return v, err
-}
+// RawTx is the transaction under a payment.Tx begun by PaymentStore.WithTx,
+// for tests that inspect its session.
+func RawTx(tx payment.Tx) pgx.Tx { return tx.(*paymentTx).tx }
+
+// MigrationDB opens the connections Migrate runs on.
+var MigrationDB = migrationDB

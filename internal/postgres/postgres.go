@@ -5,12 +5,15 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/payment"
@@ -35,6 +38,36 @@ type Option func(*pgxpool.Config)
 // WithCounter counts the statements and transactions run through the pool.
 func WithCounter(c *Counter) Option {
 	return func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c }
+}
+
+// WithSessionTimeouts bounds how long one session can hold up the others: a
+// statement runs at most statement, waits for a lock at most lock, and a
+// session left idle inside a transaction is ended after idleInTx. Without
+// them one stalled writer holding a row lock freezes every request that
+// needs the row. They are startup parameters of every connection, never a
+// SET: session state would not survive a transaction pooler. A zero
+// duration leaves the server's setting.
+func WithSessionTimeouts(statement, lock, idleInTx time.Duration) Option {
+	return func(cfg *pgxpool.Config) {
+		for name, d := range map[string]time.Duration{
+			"statement_timeout":                   statement,
+			"lock_timeout":                        lock,
+			"idle_in_transaction_session_timeout": idleInTx,
+		} {
+			if d > 0 {
+				if cfg.ConnConfig.RuntimeParams == nil {
+					cfg.ConnConfig.RuntimeParams = map[string]string{}
+				}
+				cfg.ConnConfig.RuntimeParams[name] = milliseconds(d)
+			}
+		}
+	}
+}
+
+// milliseconds rounds up: a positive duration must not become 0, which
+// turns the timeout off.
+func milliseconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }
 
 // Open connects and checks the database answers.
@@ -70,13 +103,36 @@ func newGoose(db *DB) (*goose.Provider, func() error, error) {
 	return p, sqlDB.Close, nil
 }
 
-// Migrate applies every pending migration.
+// migrationDB opens connections for migrations: the pool's settings
+// without its statement_timeout and lock_timeout. DDL may run long (an
+// index on a big table), and before it can alter a table it waits for the
+// transactions of the instances already serving. Cut short by either
+// timeout, the migration rolls back and the instance fails to start; in a
+// rolling deploy beside busy instances it might never get through. The
+// wait is bounded anyway: every serving transaction ends within its own
+// timeouts. Meanwhile requests queued behind the migration's lock hit
+// their lock_timeout and answer 503, which clients retry.
+// idle_in_transaction_session_timeout stays: a migrator stalled inside its
+// transaction must not keep those locks.
+func migrationDB(db *DB) *sql.DB {
+	cc := db.Pool.Config().ConnConfig // a copy
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	cc.RuntimeParams["statement_timeout"] = "0"
+	cc.RuntimeParams["lock_timeout"] = "0"
+	return stdlib.OpenDB(*cc)
+}
+
+// Migrate applies every pending migration, on connections of its own (see
+// migrationDB).
 func Migrate(ctx context.Context, db *DB) error {
-	p, closeDB, err := newGoose(db)
+	sqlDB := migrationDB(db)
+	defer sqlDB.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
-	defer closeDB()
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
@@ -154,11 +210,15 @@ func translate(err error) error {
 				return account.ErrCredentialsInUse
 			}
 		}
-		// Connection exceptions, a server shutting down or starting, and
-		// transient conflicts: the caller may retry with the same key.
+		// Connection exceptions, a server shutting down or starting,
+		// transient conflicts, and the session timeouts (lock_not_available,
+		// query_canceled, idle_in_transaction_session_timeout: another
+		// session held a lock too long, or this one stalled): the caller
+		// may retry with the same key.
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02",
-			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01":
+			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01",
+			pgErr.Code == "55P03", pgErr.Code == "57014", pgErr.Code == "25P03":
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err

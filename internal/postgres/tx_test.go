@@ -92,9 +92,8 @@ func TestWithTx(t *testing.T) {
 		ctx := context.Background()
 		store, _ := setup(t, []string{"default_transaction_isolation = 'repeatable read'"})
 		var got string
-		err := store.WithTx(ctx, func(tx payment.Tx) (err error) {
-			got, err = postgres.Show(ctx, tx, "transaction_isolation")
-			return err
+		err := store.WithTx(ctx, func(tx payment.Tx) error {
+			return postgres.RawTx(tx).QueryRow(ctx, "SHOW transaction_isolation").Scan(&got)
 		})
 		if err != nil {
 			t.Fatal(err)
