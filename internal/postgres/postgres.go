@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // DB is a connection pool with the queries bound to it.
@@ -125,11 +126,20 @@ func migrationDB(db *DB) *sql.DB {
 }
 
 // Migrate applies every pending migration, on connections of its own (see
-// migrationDB).
+// migrationDB). Any number of instances may migrate at once: one holds a
+// session advisory lock while it migrates, the others wait for it (polling
+// pg_try_advisory_lock, so no lock_timeout applies) and then find nothing
+// left to do.
 func Migrate(ctx context.Context, db *DB) error {
+	// Every second for up to 10 minutes: room for a long migration of
+	// another instance.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 600))
+	if err != nil {
+		return fmt.Errorf("postgres: migrations: %w", err)
+	}
 	sqlDB := migrationDB(db)
 	defer sqlDB.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker))
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}

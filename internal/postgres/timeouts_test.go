@@ -8,7 +8,9 @@ import (
 
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/postgres/postgrestest"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/peterldowns/pgtestdb"
 )
 
 func TestSessionTimeouts(t *testing.T) {
@@ -136,6 +138,41 @@ func TestMigrate(t *testing.T) {
 		}
 		if err := postgres.Migrate(ctx, b.db); err != nil {
 			t.Fatalf("migrate an up-to-date database: %v", err)
+		}
+	})
+
+	// Instances starting together on a fresh database, each with the
+	// session timeouts: one migrates, the others wait and find it done.
+	t.Run("ManyInstancesAtOnce", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		dbURL := pgtestdb.Custom(t, postgrestest.ServerConfig(t), pgtestdb.NoopMigrator{}).URL()
+		const instances = 5
+		errs := make(chan error, instances)
+		for range instances {
+			go func() {
+				db, err := postgres.Open(ctx, dbURL, postgres.WithSessionTimeouts(5*time.Second, 2*time.Second, 10*time.Second))
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer db.Close()
+				errs <- postgres.Migrate(ctx, db)
+			}()
+		}
+		for range instances {
+			if err := <-errs; err != nil {
+				t.Errorf("migrate: %v", err)
+			}
+		}
+		db, err := postgres.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.Ready(ctx); err != nil {
+			t.Fatalf("ready after migrating: %v", err)
 		}
 	})
 }
