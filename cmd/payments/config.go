@@ -25,7 +25,12 @@ type config struct {
 	ReconcileAfter       time.Duration
 	ProviderSearchGrace  time.Duration
 	PurgeInterval        time.Duration
-	LogLevel             slog.Level
+	// Bounds of every database session, so one stalled writer cannot
+	// freeze the requests waiting on its locks.
+	DBStatementTimeout         time.Duration
+	DBLockTimeout              time.Duration
+	DBIdleInTransactionTimeout time.Duration
+	LogLevel                   slog.Level
 }
 
 // loadConfig returns the first bad or missing setting as one clear error.
@@ -65,6 +70,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"RECONCILE_AFTER", &c.ReconcileAfter, 15 * time.Second},
 		{"PROVIDER_SEARCH_GRACE", &c.ProviderSearchGrace, 5 * time.Minute},
 		{"PURGE_INTERVAL", &c.PurgeInterval, time.Hour},
+		{"DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout, 5 * time.Second},
+		{"DB_LOCK_TIMEOUT", &c.DBLockTimeout, 2 * time.Second},
+		{"DB_IDLE_IN_TRANSACTION_TIMEOUT", &c.DBIdleInTransactionTimeout, 10 * time.Second},
 	} {
 		*d.dst = d.def
 		v := getenv(d.name)

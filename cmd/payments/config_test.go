@@ -40,3 +40,28 @@ func TestLoadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadConfigDatabaseTimeouts(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DBStatementTimeout != 5*time.Second || c.DBLockTimeout != 2*time.Second || c.DBIdleInTransactionTimeout != 10*time.Second {
+		t.Fatalf("defaults = %v, %v, %v; want 5s, 2s, 10s", c.DBStatementTimeout, c.DBLockTimeout, c.DBIdleInTransactionTimeout)
+	}
+	c, err = loadConfig(env("DB_STATEMENT_TIMEOUT", "30s", "DB_LOCK_TIMEOUT", "500ms", "DB_IDLE_IN_TRANSACTION_TIMEOUT", "1m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DBStatementTimeout != 30*time.Second || c.DBLockTimeout != 500*time.Millisecond || c.DBIdleInTransactionTimeout != time.Minute {
+		t.Fatalf("set = %v, %v, %v; want 30s, 500ms, 1m", c.DBStatementTimeout, c.DBLockTimeout, c.DBIdleInTransactionTimeout)
+	}
+	// Zero would turn a timeout off: not a value of these settings.
+	for _, bad := range [][]string{{"DB_STATEMENT_TIMEOUT", "5"}, {"DB_LOCK_TIMEOUT", "0s"}, {"DB_IDLE_IN_TRANSACTION_TIMEOUT", "-10s"}} {
+		_, err := loadConfig(env(bad...))
+		if err == nil || !strings.Contains(err.Error(), bad[0]) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s=%s: err %v, want one line naming the setting", bad[0], bad[1], err)
+		}
+	}
+}

@@ -225,6 +225,7 @@ func TestBadSettingStopsStartUp(t *testing.T) {
 		{"ENCRYPTION_KEY=c2hvcnQ=", "ENCRYPTION_KEY"},
 		{"PROVIDER_TIMEOUT=ten", "PROVIDER_TIMEOUT"},
 		{"LOG_LEVEL=loud", "LOG_LEVEL"},
+		{"DB_LOCK_TIMEOUT=2", "DB_LOCK_TIMEOUT"},
 		{"DATABASE_URL=", "DATABASE_URL"},
 	} {
 		cmd := exec.Command(bin, "serve")

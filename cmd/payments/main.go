@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "serve":
 		return serve(ctx, cfg, log)
 	case "migrate":
-		db, err := postgres.Open(ctx, cfg.DatabaseURL)
+		db, err := openDB(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func accountsCommand(ctx context.Context, cfg config, args []string, stdout, std
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -117,6 +117,12 @@ func accountsCommand(ctx context.Context, cfg config, args []string, stdout, std
 	return json.NewEncoder(stdout).Encode(map[string]string{"id": a.ID, "api_key": apiKey})
 }
 
+// openDB opens the pool, every session bounded by the DB_* timeouts.
+func openDB(ctx context.Context, cfg config) (*postgres.DB, error) {
+	return postgres.Open(ctx, cfg.DatabaseURL, postgres.WithSessionTimeouts(
+		cfg.DBStatementTimeout, cfg.DBLockTimeout, cfg.DBIdleInTransactionTimeout))
+}
+
 // app is the wired service.
 type app struct {
 	db         *postgres.DB
@@ -128,7 +134,7 @@ type app struct {
 }
 
 func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

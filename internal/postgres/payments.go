@@ -24,7 +24,7 @@ var _ payment.Store = (*PaymentStore)(nil)
 // the race for a key read the winner's record after waiting on its lock.
 func (s *PaymentStore) WithTx(ctx context.Context, fn func(payment.Tx) error) error {
 	return withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		return fn(&paymentTx{q: s.db.q.WithTx(tx)})
+		return fn(&paymentTx{tx: tx, q: s.db.q.WithTx(tx)})
 	})
 }
 
@@ -66,7 +66,10 @@ func (s *PaymentStore) PaymentLiveByOrder(ctx context.Context, accountID, orderI
 	return paymentFromRow(row)
 }
 
-type paymentTx struct{ q *dbsqlc.Queries }
+type paymentTx struct {
+	tx pgx.Tx // for tests that inspect the transaction's session
+	q  *dbsqlc.Queries
+}
 
 func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (int64, bool, error) {
 	row, err := t.q.IdempotencyKeyReserve(ctx, dbsqlc.IdempotencyKeyReserveParams{

@@ -5,12 +5,15 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/payment"
@@ -21,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // DB is a connection pool with the queries bound to it.
@@ -35,6 +39,36 @@ type Option func(*pgxpool.Config)
 // WithCounter counts the statements and transactions run through the pool.
 func WithCounter(c *Counter) Option {
 	return func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c }
+}
+
+// WithSessionTimeouts bounds how long one session can hold up the others: a
+// statement runs at most statement, waits for a lock at most lock, and a
+// session left idle inside a transaction is ended after idleInTx. Without
+// them one stalled writer holding a row lock freezes every request that
+// needs the row. They are startup parameters of every connection, never a
+// SET: session state would not survive a transaction pooler. A zero
+// duration leaves the server's setting.
+func WithSessionTimeouts(statement, lock, idleInTx time.Duration) Option {
+	return func(cfg *pgxpool.Config) {
+		for name, d := range map[string]time.Duration{
+			"statement_timeout":                   statement,
+			"lock_timeout":                        lock,
+			"idle_in_transaction_session_timeout": idleInTx,
+		} {
+			if d > 0 {
+				if cfg.ConnConfig.RuntimeParams == nil {
+					cfg.ConnConfig.RuntimeParams = map[string]string{}
+				}
+				cfg.ConnConfig.RuntimeParams[name] = milliseconds(d)
+			}
+		}
+	}
+}
+
+// milliseconds rounds up: a positive duration must not become 0, which
+// turns the timeout off.
+func milliseconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }
 
 // Open connects and checks the database answers.
@@ -70,13 +104,45 @@ func newGoose(db *DB) (*goose.Provider, func() error, error) {
 	return p, sqlDB.Close, nil
 }
 
-// Migrate applies every pending migration.
+// migrationDB opens connections for migrations: the pool's settings
+// without its statement_timeout and lock_timeout. DDL may run long (an
+// index on a big table), and before it can alter a table it waits for the
+// transactions of the instances already serving. Cut short by either
+// timeout, the migration rolls back and the instance fails to start; in a
+// rolling deploy beside busy instances it might never get through. The
+// wait is bounded anyway: every serving transaction ends within its own
+// timeouts. Meanwhile requests queued behind the migration's lock hit
+// their lock_timeout and answer 503, which clients retry.
+// idle_in_transaction_session_timeout stays: a migrator stalled inside its
+// transaction must not keep those locks.
+func migrationDB(db *DB) *sql.DB {
+	cc := db.Pool.Config().ConnConfig // a copy
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	cc.RuntimeParams["statement_timeout"] = "0"
+	cc.RuntimeParams["lock_timeout"] = "0"
+	return stdlib.OpenDB(*cc)
+}
+
+// Migrate applies every pending migration, on connections of its own (see
+// migrationDB). Any number of instances may migrate at once: one holds a
+// session advisory lock while it migrates, the others wait for it (polling
+// pg_try_advisory_lock, so no lock_timeout applies) and then find nothing
+// left to do.
 func Migrate(ctx context.Context, db *DB) error {
-	p, closeDB, err := newGoose(db)
+	// Every second for up to 10 minutes: room for a long migration of
+	// another instance.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 600))
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
-	defer closeDB()
+	sqlDB := migrationDB(db)
+	defer sqlDB.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("postgres: migrations: %w", err)
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
@@ -100,19 +166,24 @@ func (db *DB) Ready(ctx context.Context) error {
 	return nil
 }
 
-// withTx runs fn in a transaction. Rollback uses a context that outlives
-// the caller's cancellation so a canceled request never leaks a transaction.
-func withTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) (err error) {
-	tx, err := pool.Begin(ctx)
+// withTx runs fn in a transaction.
+//
+// The isolation level is set, never inherited from the server: the money
+// path locks a row and then relies on reading its latest committed version,
+// which READ COMMITTED gives and REPEATABLE READ does not (there a lock on a
+// row changed since the snapshot fails, and a plain read sees the old row).
+// A server default of REPEATABLE READ once left paid payments in processing.
+func withTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return translate(err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if err = fn(tx); err != nil {
+	// Unconditional, so that a panic in fn also ends the transaction and
+	// returns its connection: a leaked one keeps its locks and makes
+	// pool.Close wait for ever. After Commit it is a no-op (pgx.ErrTxClosed).
+	// The caller's cancellation must not stop the rollback.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
 		return err
 	}
 	return translate(tx.Commit(ctx))
@@ -149,11 +220,15 @@ func translate(err error) error {
 				return account.ErrCredentialsInUse
 			}
 		}
-		// Connection exceptions, a server shutting down or starting, and
-		// transient conflicts: the caller may retry with the same key.
+		// Connection exceptions, a server shutting down or starting,
+		// transient conflicts, and the session timeouts (lock_not_available,
+		// query_canceled, idle_in_transaction_session_timeout: another
+		// session held a lock too long, or this one stalled): the caller
+		// may retry with the same key.
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02",
-			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01":
+			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01",
+			pgErr.Code == "55P03", pgErr.Code == "57014", pgErr.Code == "25P03":
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err
