@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
 )
@@ -145,4 +146,16 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+func TestResendMargin(t *testing.T) {
+	t.Parallel()
+	// Defaults: PROVIDER_TIMEOUT 10s, stripe-go's 2 retries: 6 sends of
+	// 10 s, two 5 s backoffs and a minute of clock skew.
+	if got := resendMargin(10*time.Second, 2); got != 2*time.Minute+10*time.Second {
+		t.Fatalf("margin = %v, want 2m10s", got)
+	}
+	if got := resendMargin(3*time.Second, 0); got != 66*time.Second {
+		t.Fatalf("margin without retries = %v, want 66s", got)
+	}
 }

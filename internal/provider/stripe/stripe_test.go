@@ -381,3 +381,46 @@ func TestStripeMockWire(t *testing.T) {
 		}
 	})
 }
+
+// TestResentCallCountsAsRecovery: when stripe-go re-sends a call on its
+// own (here after a 409), a 401 to the second send says nothing about the
+// first, which may have charged: the call is judged as a recovery.
+func TestResentCallCountsAsRecovery(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		sends int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		sends++
+		n := sends
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if n == 1 {
+			w.WriteHeader(http.StatusConflict)
+			_, _ = io.WriteString(w, `{"error":{"type":"idempotency_error","code":"idempotency_key_in_use","message":"in progress"}}`)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****_123"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	p := New(Config{APIBase: srv.URL, MaxNetworkRetries: 1})
+	res := p.Authorize(context.Background(), creds, authReq())
+	if res.Answer != provider.AnswerCredentials || !res.Resent {
+		t.Fatalf("answer %q resent %v, want credentials on a re-sent call", res.Answer, res.Resent)
+	}
+	if got := provider.Judge(res.Answer, provider.Send{Recovery: res.Resent, InWindow: true, Authorize: true}); got != provider.Unknown {
+		t.Fatalf("judged %q, want unknown", got)
+	}
+	if p.Retries() != 1 {
+		t.Fatalf("Retries() = %d, want 1", p.Retries())
+	}
+
+	single := New(Config{APIBase: srv.URL})
+	if res := single.Authorize(context.Background(), creds, authReq()); res.Answer != provider.AnswerCredentials || res.Resent {
+		t.Fatalf("single send: answer %q resent %v, want credentials, not re-sent", res.Answer, res.Resent)
+	}
+}
