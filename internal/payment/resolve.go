@@ -90,11 +90,15 @@ func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt
 // carrying the service's refund id.
 func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attempt, now time.Time) (string, outcome) {
 	notFound := func(err error) outcome {
-		if errors.Is(err, provider.ErrNotFound) && now.Sub(a.CreatedAt) >= s.searchGrace {
-			return outcome{Result: provider.Result{Outcome: provider.Failed, FailureCode: "not_found_at_provider",
-				FailureMessage: "the provider has no record of this attempt"}}
+		if !errors.Is(err, provider.ErrNotFound) {
+			return intentOutcome(nil, err)
 		}
-		return outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerIndeterminate, Err: err}}
+		out := outcome{Result: provider.Result{Answer: provider.AnswerNotFound, Err: err}}
+		out.Outcome = provider.Judge(out.Answer, provider.Send{Recovery: true, PastGrace: now.Sub(a.CreatedAt) >= s.searchGrace})
+		if out.Outcome == provider.Failed {
+			out.FailureCode, out.FailureMessage = "not_found_at_provider", "the provider has no record of this attempt"
+		}
+		return out
 	}
 	switch a.Operation {
 	case OpAuthorize:
@@ -126,8 +130,8 @@ func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attem
 		}
 		for i := range refunds {
 			if id := req.Metadata["refund_id"]; id != "" && refunds[i].Metadata["refund_id"] == id {
-				return "list_refunds", outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject},
-					Refund: &refunds[i]}
+				return "list_refunds", outcome{Result: provider.Result{Outcome: provider.Judge(provider.AnswerObject, provider.Send{Recovery: true}),
+					Answer: provider.AnswerObject}, Refund: &refunds[i]}
 			}
 		}
 		// The list is complete and strongly consistent: a refund sent
@@ -171,12 +175,14 @@ func (s *Service) send(ctx context.Context, acct Account, a *Attempt) outcome {
 	}
 }
 
-// intentOutcome turns a lookup into an outcome; a failed lookup is unknown.
+// intentOutcome judges a lookup of an intent; a lookup that could not ask
+// is indeterminate.
 func intentOutcome(in *provider.Intent, err error) outcome {
+	a := provider.AnswerObject
 	if err != nil {
-		return outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerIndeterminate, Err: err}}
+		a = provider.AnswerIndeterminate
 	}
-	return outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject, Intent: in}}
+	return outcome{Result: provider.Result{Outcome: provider.Judge(a, provider.Send{Recovery: true}), Answer: a, Intent: in, Err: err}}
 }
 
 // inferFromIntent decides a capture or cancel from the intent's state, once

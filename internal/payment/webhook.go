@@ -181,13 +181,15 @@ func (s *Service) recordDelivery(ctx context.Context, acct Account, n Notice, ou
 	return outcome, err
 }
 
-// noticeOutcome reads an event as a provider answer.
+// noticeOutcome reads an event as a provider answer about the key the
+// provider already acted on: the object it carries, or a card refusal.
 func noticeOutcome(n Notice) outcome {
+	a := provider.AnswerObject
 	if n.Kind == provider.EventIntentFailed {
-		return outcome{Result: provider.Result{Outcome: provider.Declined, Intent: n.Intent,
-			FailureCode: n.FailureCode, FailureMessage: n.FailureMessage}}
+		a = provider.AnswerCardError
 	}
-	return outcome{Result: provider.Result{Outcome: provider.Succeeded, Intent: n.Intent}}
+	return outcome{Result: provider.Result{Outcome: provider.Judge(a, provider.Send{Recovery: true, InWindow: true, Authorize: true}),
+		Answer: a, Intent: n.Intent, FailureCode: n.FailureCode, FailureMessage: n.FailureMessage}}
 }
 
 // applyIntent moves a payment whose attempts are settled along a forward

@@ -20,6 +20,8 @@ const (
 	// AnswerIndeterminate: 409, an idempotency error, 429, 5xx, a timeout,
 	// a lost connection, or anything unclear.
 	AnswerIndeterminate Answer = "indeterminate"
+	// AnswerNotFound: a lookup (retrieve, list, search) found no object.
+	AnswerNotFound Answer = "not_found"
 )
 
 // Send says how a provider key reached the provider in one call.
@@ -34,6 +36,9 @@ type Send struct {
 	// Authorize: the operation creates the payment (a card refusal is a
 	// decline there, a plain rejection elsewhere).
 	Authorize bool
+	// PastGrace: for a lookup, PROVIDER_SEARCH_GRACE has passed since the
+	// attempt, so an object it made would be visible by now.
+	PastGrace bool
 }
 
 // Judge decides what an answer proves about the original request of a key
@@ -47,10 +52,19 @@ type Send struct {
 //	invalid       failed       failed               unknown
 //	credentials   failed       unknown              unknown
 //	indeterminate unknown      unknown              unknown
+//	not found     (lookups)    unknown until PROVIDER_SEARCH_GRACE, then failed
+//
+// Succeeded means "the object is attached": its state says what happened.
 func Judge(a Answer, s Send) Outcome {
 	switch a {
 	case AnswerObject:
 		return Succeeded
+	case AnswerNotFound:
+		// A lookup is strongly consistent only after the grace: Stripe's
+		// search lags writes.
+		if s.PastGrace {
+			return Failed
+		}
 	case AnswerCardError:
 		// Stored for the key: a replay of the first answer, or the first
 		// answer itself.

@@ -30,6 +30,12 @@ func TestJudge(t *testing.T) {
 			}
 		}
 	}
+	if got := Judge(AnswerNotFound, Send{Recovery: true}); got != Unknown {
+		t.Errorf("not found within the grace = %s, want unknown", got)
+	}
+	if got := Judge(AnswerNotFound, Send{Recovery: true, PastGrace: true}); got != Failed {
+		t.Errorf("not found past the grace = %s, want failed", got)
+	}
 	if got := Judge("something new", Send{}); got != Unknown {
 		t.Errorf("an unknown kind of answer = %s, want unknown", got)
 	}
