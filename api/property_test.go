@@ -27,7 +27,7 @@ import (
 // left unresolved. PROPERTY_SEEDS runs more seeds.
 func TestPropertyProviderMatchesRecords(t *testing.T) {
 	t.Parallel()
-	seeds := 16
+	seeds := 64
 	if v, err := strconv.Atoi(os.Getenv("PROPERTY_SEEDS")); err == nil && v > 0 {
 		seeds = v
 	}
@@ -111,6 +111,12 @@ func runProperty(t *testing.T, seed uint64) {
 		trace = append(trace, "fault authorize "+string(f))
 	}
 	call("create", apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "c1", Body: body})
+	// Credentials often rotate while a payment is in doubt.
+	if rng.IntN(4) == 0 {
+		e.Sim.RevokeSecret(w.stripeKey)
+		revoked = true
+		trace = append(trace, "revoked=true")
+	}
 	for step := range 16 + rng.IntN(12) {
 		switch rng.IntN(14) {
 		case 0, 1:
