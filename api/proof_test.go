@@ -2,12 +2,15 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/acmepay/payments/internal/apitest"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/acmepay/payments/internal/provider/providersim"
 	"github.com/acmepay/payments/internal/provider/stripe"
@@ -341,4 +344,62 @@ func TestRefundedTotalFollowsTheProvider(t *testing.T) {
 	if p := w.payment(t, id); p["amount_refunded"] != float64(800) {
 		t.Fatalf("amount_refunded = %v, want 800", p["amount_refunded"])
 	}
+}
+
+// flakyStore fails chosen transactions, counted from 1, before they begin.
+type flakyStore struct {
+	payment.Store
+	mu   sync.Mutex
+	n    int
+	fail func(n int) bool
+}
+
+func (s *flakyStore) WithTx(ctx context.Context, fn func(payment.Tx) error) error {
+	s.mu.Lock()
+	s.n++
+	fail := s.fail(s.n)
+	s.mu.Unlock()
+	if fail {
+		return fmt.Errorf("%w: injected", postgres.ErrUnavailable)
+	}
+	return s.Store.WithTx(ctx, fn)
+}
+
+func TestRecordingTheProviderAnswer(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ATransientFailureIsRetried", func(t *testing.T) {
+		t.Parallel()
+		// Transaction 1 reserves, transaction 2 fails once, then records.
+		e := proofEnv(t, apitest.Options{WrapStore: func(st payment.Store) payment.Store {
+			return &flakyStore{Store: st, fail: func(n int) bool { return n == 2 }}
+		}})
+		r := create(e, "k-settle-retry", createBody("pedido-settle-retry", 2000))
+		wantStatus(t, r, http.StatusCreated)
+		if p := r.JSON(t); p["status"] != "authorized" {
+			t.Fatalf("payment = %s, want authorized", r.Body)
+		}
+		wantEffects(t, e.Sim, 1)
+	})
+
+	t.Run("WhenEveryTryFailsRecoveryAsksAgainWithTheSameKey", func(t *testing.T) {
+		t.Parallel()
+		e := proofEnv(t, apitest.Options{WrapStore: func(st payment.Store) payment.Store {
+			return &flakyStore{Store: st, fail: func(n int) bool { return n >= 2 && n <= 4 }}
+		}})
+		body := createBody("pedido-settle-down", 2000)
+		wantProblem(t, create(e, "k-settle-down", body), http.StatusServiceUnavailable, "unavailable")
+		wantEffects(t, e.Sim, 1)
+		// The provider's answer was not recorded: the attempt's lease holds
+		// it until it expires, then the retry re-asks with the same key.
+		wantProblem(t, create(e, "k-settle-down", body), http.StatusConflict, "idempotency_key_in_use")
+		e.Clock.Advance(e.Opts.Lease + time.Second)
+		r := create(e, "k-settle-down", body)
+		wantStatus(t, r, http.StatusCreated)
+		if p := r.JSON(t); p["status"] != "authorized" {
+			t.Fatalf("payment = %s, want authorized", r.Body)
+		}
+		wantKeys(t, opRequests(e.Sim, "authorize"), "pedido-settle-down:autorizar-v1", "pedido-settle-down:autorizar-v1")
+		wantEffects(t, e.Sim, 1)
+	})
 }

@@ -73,6 +73,9 @@ type Options struct {
 	// WrapProvider, when set, wraps every instance's provider adapter, so a
 	// test can watch the calls the service makes.
 	WrapProvider func(provider.Provider) provider.Provider
+	// WrapStore, when set, wraps every instance's store, so a test can fail
+	// chosen transactions.
+	WrapStore func(payment.Store) payment.Store
 }
 
 // Env is one test's world.
@@ -153,8 +156,12 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if e.Opts.WrapProvider != nil {
 		prov = e.Opts.WrapProvider(prov)
 	}
+	var pstore payment.Store = store
+	if e.Opts.WrapStore != nil {
+		pstore = e.Opts.WrapStore(store)
+	}
 	svc, err := payment.NewService(payment.Config{
-		Store:    store,
+		Store:    pstore,
 		Provider: prov,
 		Logger:   log, Metrics: m, Now: e.Clock.Now,
 		ProviderTimeout: e.Opts.ProviderTimeout, Lease: e.Opts.Lease,
