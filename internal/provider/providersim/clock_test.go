@@ -123,7 +123,7 @@ func TestInFlightKeyOutlivesRetention(t *testing.T) {
 		t.Fatalf("retry during the held request: %s", se.Type)
 	}
 	hold.Release()
-	if err := <-done; err != nil {
+	if err := recv(t, done, "the held authorization's answer"); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.sim.Stats().Authorizations; got != 1 {

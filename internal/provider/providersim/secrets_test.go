@@ -77,7 +77,7 @@ func TestRevokedSecret(t *testing.T) {
 
 	// The held request finishes: a provider completes what it accepted.
 	hold.Release()
-	if err := <-held; err != nil {
+	if err := recv(t, held, "the held authorization's answer"); err != nil {
 		t.Fatal(err)
 	}
 	e.sim.RestoreSecret(keyA)

@@ -1,0 +1,709 @@
+// Package providertest is the conformance suite for provider.Provider: what
+// each call answers, which states it reports, what its effects are and what
+// provider.Judge makes of the answers. Each backend's package runs it with
+// its own Harness, as River's drivers run riverdrivertest: the Stripe adapter
+// against the simulator (internal/provider/providersim) and against
+// stripe-mock (internal/provider/stripe).
+package providertest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"maps"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/acmepay/payments/internal/provider"
+)
+
+// Harness is what the suite needs from one provider under test.
+type Harness struct {
+	// Provider is the adapter under test, talking to the backend.
+	Provider provider.Provider
+	// Credentials are accepted by the backend.
+	Credentials provider.Credentials
+	// Stateful: the backend keeps objects and honours idempotency keys (the
+	// simulator). False for stripe-mock, which answers every request from
+	// fixtures; subtests whose assertions need state skip there.
+	Stateful bool
+	// Effects counts what the backend did for Credentials; required when
+	// Stateful, so the suite can prove a call had one effect or none.
+	Effects func() Effects
+	// RevokeCredentials, when set, makes the credentials answer 401 until
+	// restored.
+	RevokeCredentials func() (restore func())
+	// ProviderAt returns the adapter configured as Provider but sending to
+	// baseURL; the suite points it at a closed port.
+	ProviderAt func(baseURL string) provider.Provider
+}
+
+// Effects counts the backend's effects on money, as the simulator does.
+type Effects struct {
+	Authorizations int // intents authorized or charged
+	Declines       int
+	Captures       int
+	Cancels        int
+	Refunds        int
+}
+
+func (e Effects) sub(o Effects) Effects {
+	return Effects{
+		Authorizations: e.Authorizations - o.Authorizations,
+		Declines:       e.Declines - o.Declines,
+		Captures:       e.Captures - o.Captures,
+		Cancels:        e.Cancels - o.Cancels,
+		Refunds:        e.Refunds - o.Refunds,
+	}
+}
+
+// The sends Judge distinguishes (its table's columns).
+var (
+	firstSend      = provider.Send{}
+	recoveryIn     = provider.Send{Recovery: true, InWindow: true}
+	recoveryPast   = provider.Send{Recovery: true}
+	authorizeFirst = provider.Send{Authorize: true}
+	authorizeIn    = provider.Send{Authorize: true, Recovery: true, InWindow: true}
+	authorizePast  = provider.Send{Authorize: true, Recovery: true}
+)
+
+const amount = 1000
+
+// Run runs the suite. newHarness is called once per subtest, which may run
+// in parallel with the others; keys and payment ids are unique per subtest,
+// so harnesses may share one backend.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Helper()
+
+	t.Run("AuthorizeManualAnswersIntent", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		req := s.authorizeRequest("pm_card_visa", "manual")
+		before := s.effects()
+		res := s.Provider.Authorize(s.ctx, s.Credentials, req)
+		s.wantAnswer(res, provider.AnswerObject)
+		wantJudged(t, res.Answer, authorizeFirst, provider.Succeeded)
+		in := s.wantIntent(res)
+		if in.Amount != amount || in.Currency != "brl" || in.CaptureMethod != "manual" {
+			t.Fatalf("intent = %+v, want %d brl manual", *in, amount)
+		}
+		s.stateful("HoldsFundsWithMetadata", "its fixture intent has status requires_payment_method and no metadata", func(s *suite) {
+			if in.State != provider.IntentAuthorized || in.AmountCapturable != amount || in.AmountReceived != 0 {
+				s.t.Fatalf("intent = %+v, want authorized with %d capturable", *in, amount)
+			}
+			if !maps.Equal(in.Metadata, req.Metadata) {
+				s.t.Fatalf("metadata = %v, want %v", in.Metadata, req.Metadata)
+			}
+			got := s.retrieve(in.ID)
+			if got.State != provider.IntentAuthorized || !maps.Equal(got.Metadata, req.Metadata) {
+				s.t.Fatalf("retrieved %+v, want authorized with metadata %v", *got, req.Metadata)
+			}
+			s.wantEffects(before, Effects{Authorizations: 1})
+		})
+	})
+
+	t.Run("AuthorizeAutomaticAnswersIntent", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		before := s.effects()
+		res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_visa", "automatic"))
+		s.wantAnswer(res, provider.AnswerObject)
+		wantJudged(t, res.Answer, authorizeFirst, provider.Succeeded)
+		in := s.wantIntent(res)
+		if in.CaptureMethod != "automatic" {
+			t.Fatalf("capture method = %q, want automatic", in.CaptureMethod)
+		}
+		s.stateful("Captures", "its fixture intent has status requires_payment_method", func(s *suite) {
+			if in.State != provider.IntentCaptured || in.AmountReceived != amount || in.AmountCapturable != 0 {
+				s.t.Fatalf("intent = %+v, want captured with %d received", *in, amount)
+			}
+			s.wantEffects(before, Effects{Authorizations: 1})
+		})
+	})
+
+	t.Run("AuthorizeDeclinedCardIsCardError", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it never declines: every create answers its fixture intent")
+		req := s.authorizeRequest("pm_card_chargeDeclined", "manual")
+		before := s.effects()
+		res := s.Provider.Authorize(s.ctx, s.Credentials, req)
+		s.wantAnswer(res, provider.AnswerCardError)
+		if res.FailureCode != "generic_decline" || res.FailureMessage == "" {
+			t.Fatalf("failure = %q %q, want generic_decline with a message", res.FailureCode, res.FailureMessage)
+		}
+		// The provider stores a refusal for the key, so it proves a decline
+		// on every send.
+		for _, send := range []provider.Send{authorizeFirst, authorizeIn, authorizePast} {
+			wantJudged(t, res.Answer, send, provider.Declined)
+		}
+		in := s.wantIntent(res)
+		if in.State != provider.IntentNeedsPaymentMethod || in.AmountCapturable != 0 || in.AmountReceived != 0 {
+			t.Fatalf("declined intent = %+v, want needs_payment_method holding nothing", *in)
+		}
+		if !maps.Equal(in.Metadata, req.Metadata) {
+			t.Fatalf("declined intent metadata = %v, want %v", in.Metadata, req.Metadata)
+		}
+		s.wantEffects(before, Effects{Declines: 1})
+
+		again := s.Provider.Authorize(s.ctx, s.Credentials, req)
+		s.wantAnswer(again, provider.AnswerCardError)
+		if again.Intent == nil || again.Intent.ID != in.ID || again.FailureCode != res.FailureCode {
+			t.Fatalf("re-send = %+v, want the stored decline of %s", again, in.ID)
+		}
+		s.wantEffects(before, Effects{Declines: 1})
+	})
+
+	t.Run("AuthorizeSameKeyReturnsSameIntent", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it makes a new intent for every create and remembers no key")
+		req := s.authorizeRequest("pm_card_visa", "manual")
+		before := s.effects()
+		first := s.Provider.Authorize(s.ctx, s.Credentials, req)
+		s.wantAnswer(first, provider.AnswerObject)
+		again := s.Provider.Authorize(s.ctx, s.Credentials, req)
+		s.wantAnswer(again, provider.AnswerObject)
+		wantJudged(t, again.Answer, authorizeIn, provider.Succeeded)
+		if a, b := s.wantIntent(first).ID, s.wantIntent(again).ID; a != b {
+			t.Fatalf("re-send answered intent %s, first send %s", b, a)
+		}
+		s.wantEffects(before, Effects{Authorizations: 1})
+	})
+
+	t.Run("SameKeyOtherParamsIsIndeterminate", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it remembers no key, so nothing conflicts")
+		req := s.authorizeRequest("pm_card_visa", "manual")
+		s.wantAnswer(s.Provider.Authorize(s.ctx, s.Credentials, req), provider.AnswerObject)
+		before := s.effects()
+		other := req
+		other.Amount = amount + 1
+		res := s.Provider.Authorize(s.ctx, s.Credentials, other)
+		// An idempotency error says nothing about the key's first request.
+		s.wantAnswer(res, provider.AnswerIndeterminate)
+		wantJudged(t, res.Answer, authorizeFirst, provider.Unknown)
+		s.wantEffects(before, Effects{})
+	})
+
+	t.Run("CaptureAnswersIntent", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		in := s.authorized("manual")
+		before := s.effects()
+		res := s.Provider.Capture(s.ctx, s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: in.ID})
+		s.wantAnswer(res, provider.AnswerObject)
+		wantJudged(t, res.Answer, firstSend, provider.Succeeded)
+		got := s.wantIntent(res)
+		if got.ID != in.ID {
+			t.Fatalf("captured intent %s, want %s", got.ID, in.ID)
+		}
+		s.stateful("TakesAuthorizedFunds", "its fixture intent has status requires_payment_method after a capture", func(s *suite) {
+			if got.State != provider.IntentCaptured || got.AmountReceived != amount || got.AmountCapturable != 0 {
+				s.t.Fatalf("captured intent = %+v, want captured with %d received", *got, amount)
+			}
+			s.wantEffects(before, Effects{Captures: 1})
+		})
+	})
+
+	t.Run("CapturePartialAnswersIntent", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		in := s.authorized("manual")
+		res := s.Provider.Capture(s.ctx, s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: in.ID, Amount: 600})
+		s.wantAnswer(res, provider.AnswerObject)
+		got := s.wantIntent(res)
+		s.stateful("ReleasesRest", "its fixture intent has status requires_payment_method after a capture", func(s *suite) {
+			if got.State != provider.IntentCaptured || got.AmountReceived != 600 || got.AmountCapturable != 0 {
+				s.t.Fatalf("captured intent = %+v, want captured with 600 received and nothing capturable", *got)
+			}
+		})
+	})
+
+	t.Run("CancelAnswersIntent", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		in := s.authorized("manual")
+		before := s.effects()
+		res := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID})
+		s.wantAnswer(res, provider.AnswerObject)
+		wantJudged(t, res.Answer, firstSend, provider.Succeeded)
+		got := s.wantIntent(res)
+		if got.ID != in.ID {
+			t.Fatalf("canceled intent %s, want %s", got.ID, in.ID)
+		}
+		s.stateful("ReleasesFunds", "its fixture intent has status requires_payment_method after a cancel", func(s *suite) {
+			if got.State != provider.IntentCanceled || got.AmountCapturable != 0 || got.AmountReceived != 0 {
+				s.t.Fatalf("canceled intent = %+v, want canceled holding nothing", *got)
+			}
+			s.wantEffects(before, Effects{Cancels: 1})
+		})
+	})
+
+	t.Run("CaptureOfCanceledIsInvalid", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it captures any intent id, whatever happened to it")
+		in := s.authorized("manual")
+		s.wantAnswer(s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID}), provider.AnswerObject)
+		before := s.effects()
+		res := s.Provider.Capture(s.ctx, s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: in.ID})
+		s.wantAnswer(res, provider.AnswerInvalid)
+		if res.FailureCode == "" {
+			t.Fatal("invalid answer without a failure code")
+		}
+		wantJudged(t, res.Answer, firstSend, provider.Failed)
+		wantJudged(t, res.Answer, recoveryIn, provider.Failed)
+		wantJudged(t, res.Answer, recoveryPast, provider.Unknown)
+		s.wantEffects(before, Effects{})
+		if got := s.retrieve(in.ID); got.State != provider.IntentCanceled {
+			t.Fatalf("intent after refused capture = %+v, want still canceled", *got)
+		}
+	})
+
+	t.Run("CancelOfCapturedIsInvalid", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it cancels any intent id, whatever happened to it")
+		in := s.authorized("automatic")
+		before := s.effects()
+		res := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID})
+		s.wantAnswer(res, provider.AnswerInvalid)
+		wantJudged(t, res.Answer, firstSend, provider.Failed)
+		s.wantEffects(before, Effects{})
+		if got := s.retrieve(in.ID); got.State != provider.IntentCaptured {
+			t.Fatalf("intent after refused cancel = %+v, want still captured", *got)
+		}
+	})
+
+	t.Run("RefundAnswersRefund", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		in := s.authorized("automatic")
+		md := map[string]string{"payment_id": s.paymentID, "refund_id": s.run + "-r1"}
+		before := s.effects()
+		res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: in.ID, Amount: 300, Metadata: md})
+		s.wantRefundAnswer(res, provider.AnswerObject)
+		wantJudged(t, res.Answer, firstSend, provider.Succeeded)
+		rf := res.Refund
+		if rf == nil || rf.ID == "" {
+			t.Fatalf("refund = %+v, want one with an id", rf)
+		}
+		if rf.Amount != 300 || !made(rf.State) {
+			t.Fatalf("refund = %+v, want 300 succeeded or pending", *rf)
+		}
+		s.stateful("KeepsMetadata", "its fixture refund carries no metadata", func(s *suite) {
+			if !maps.Equal(rf.Metadata, md) {
+				s.t.Fatalf("refund metadata = %v, want %v", rf.Metadata, md)
+			}
+			s.wantEffects(before, Effects{Refunds: 1})
+		})
+	})
+
+	t.Run("RefundBeyondCapturedIsInvalid", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it refunds any amount of any intent id")
+		in := s.authorized("automatic")
+		before := s.effects()
+		res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: in.ID, Amount: amount + 1})
+		s.wantRefundAnswer(res, provider.AnswerInvalid)
+		wantJudged(t, res.Answer, firstSend, provider.Failed)
+		if res.Refund != nil {
+			t.Fatalf("refused refund came with a refund: %+v", *res.Refund)
+		}
+		s.wantEffects(before, Effects{})
+	})
+
+	t.Run("RefundOfUncapturedIsInvalid", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it refunds any intent id, whatever happened to it")
+		in := s.authorized("manual")
+		before := s.effects()
+		res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: in.ID})
+		s.wantRefundAnswer(res, provider.AnswerInvalid)
+		wantJudged(t, res.Answer, firstSend, provider.Failed)
+		s.wantEffects(before, Effects{})
+	})
+
+	t.Run("ListRefundsFindsRefundByMetadata", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("its fixture list holds one refund without metadata, whatever was refunded")
+		in := s.authorized("automatic")
+		if got, err := s.Provider.ListRefunds(s.ctx, s.Credentials, in.ID); err != nil || len(got) != 0 {
+			t.Fatalf("refunds before any = %+v, %v; want none", got, err)
+		}
+		want := map[string]int64{s.run + "-r1": 300, s.run + "-r2": 200}
+		for id, amt := range want {
+			res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund-" + id), IntentID: in.ID,
+				Amount: amt, Metadata: map[string]string{"payment_id": s.paymentID, "refund_id": id}})
+			s.wantRefundAnswer(res, provider.AnswerObject)
+		}
+		got, err := s.Provider.ListRefunds(s.ctx, s.Credentials, in.ID)
+		if err != nil {
+			t.Fatalf("list refunds: %v", err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("listed %d refunds, want %d: %+v", len(got), len(want), got)
+		}
+		for _, rf := range got {
+			amt, ok := want[rf.Metadata["refund_id"]]
+			if !ok || rf.Amount != amt || !made(rf.State) || rf.ID == "" {
+				t.Fatalf("listed refund %+v, want one of %v by metadata refund_id", rf, want)
+			}
+			delete(want, rf.Metadata["refund_id"])
+		}
+	})
+
+	t.Run("RetrieveMissingIntentIsNotFound", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it answers any intent id with its fixture intent")
+		in, err := s.Provider.RetrieveIntent(s.ctx, s.Credentials, "pi_"+s.run)
+		if !errors.Is(err, provider.ErrNotFound) {
+			t.Fatalf("retrieve missing = %+v, %v; want ErrNotFound", in, err)
+		}
+		wantNotFoundJudged(t)
+	})
+
+	t.Run("SearchFindsIntentByPaymentID", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("its fixture search result ignores the query")
+		in := s.authorized("manual")
+		got, err := s.Provider.SearchIntentByPaymentID(s.ctx, s.Credentials, s.paymentID)
+		if err != nil {
+			t.Fatalf("search: %v", err)
+		}
+		if got.ID != in.ID || got.State != provider.IntentAuthorized || got.Metadata["payment_id"] != s.paymentID {
+			t.Fatalf("search found %+v, want %s authorized with payment_id %s", *got, in.ID, s.paymentID)
+		}
+		if got, err := s.Provider.SearchIntentByPaymentID(s.ctx, s.Credentials, s.paymentID+"-other"); !errors.Is(err, provider.ErrNotFound) {
+			t.Fatalf("search of an unknown payment = %+v, %v; want ErrNotFound", got, err)
+		}
+		wantNotFoundJudged(t)
+	})
+
+	t.Run("RevokedCredentialsAnswerCredentialsWithoutEffect", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		s.needState("it keeps no state per key, so a key cannot be revoked")
+		if s.RevokeCredentials == nil {
+			t.Skip("the harness cannot revoke credentials")
+		}
+		held := s.authorized("manual")
+		authorize := s.authorizeRequest("pm_card_visa", "manual")
+		authorize.IdempotencyKey = s.key("authorize-revoked")
+		capture := provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: held.ID}
+		before := s.effects()
+		restore := sync.OnceFunc(s.RevokeCredentials())
+		defer restore()
+
+		res := s.Provider.Authorize(s.ctx, s.Credentials, authorize)
+		s.wantAnswer(res, provider.AnswerCredentials)
+		// Credentials are checked before the key is looked up: a first send
+		// did nothing, a re-send proves nothing about the first.
+		wantJudged(t, res.Answer, authorizeFirst, provider.Failed)
+		wantJudged(t, res.Answer, authorizeIn, provider.Unknown)
+		wantJudged(t, res.Answer, authorizePast, provider.Unknown)
+		cres := s.Provider.Capture(s.ctx, s.Credentials, capture)
+		s.wantAnswer(cres, provider.AnswerCredentials)
+		wantJudged(t, cres.Answer, firstSend, provider.Failed)
+		wantJudged(t, cres.Answer, recoveryIn, provider.Unknown)
+		rres := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: held.ID})
+		s.wantRefundAnswer(rres, provider.AnswerCredentials)
+		wantJudged(t, rres.Answer, firstSend, provider.Failed)
+		wantJudged(t, rres.Answer, recoveryIn, provider.Unknown)
+		s.wantLookupsFail(held.ID)
+		s.wantEffects(before, Effects{})
+
+		restore()
+		// The refused sends claimed no key: the same keys now execute.
+		res = s.Provider.Authorize(s.ctx, s.Credentials, authorize)
+		s.wantAnswer(res, provider.AnswerObject)
+		if in := s.wantIntent(res); in.State != provider.IntentAuthorized {
+			t.Fatalf("authorize after restore = %+v, want authorized", *in)
+		}
+		cres = s.Provider.Capture(s.ctx, s.Credentials, capture)
+		s.wantAnswer(cres, provider.AnswerObject)
+		if in := s.wantIntent(cres); in.State != provider.IntentCaptured {
+			t.Fatalf("capture after restore = %+v, want captured", *in)
+		}
+		s.wantEffects(before, Effects{Authorizations: 1, Captures: 1})
+	})
+
+	t.Run("MalformedKeyAnswersCredentials", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		bad := provider.Credentials{SecretKey: "not-a-key"}
+		before := s.effects()
+		res := s.Provider.Authorize(s.ctx, bad, s.authorizeRequest("pm_card_visa", "manual"))
+		s.wantAnswer(res, provider.AnswerCredentials)
+		wantJudged(t, res.Answer, authorizeFirst, provider.Failed)
+		wantJudged(t, res.Answer, authorizeIn, provider.Unknown)
+		if res.FailureCode == "" || strings.Contains(res.FailureMessage, bad.SecretKey) {
+			t.Fatalf("failure = %q %q, want a code and a message without the key", res.FailureCode, res.FailureMessage)
+		}
+		s.wantEffects(before, Effects{})
+	})
+
+	t.Run("UnreachableServerIsIndeterminate", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		p := s.ProviderAt(closedURL(t))
+		// Each call may wait out the adapter's own retries; they run side
+		// by side.
+		t.Run("Authorize", func(t *testing.T) {
+			t.Parallel()
+			res := p.Authorize(t.Context(), s.Credentials, s.authorizeRequest("pm_card_visa", "manual"))
+			wantIndeterminate(t, res.Answer, res.Err)
+			wantJudged(t, res.Answer, authorizeFirst, provider.Unknown)
+		})
+		t.Run("Capture", func(t *testing.T) {
+			t.Parallel()
+			res := p.Capture(t.Context(), s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: "pi_" + s.run})
+			wantIndeterminate(t, res.Answer, res.Err)
+			wantJudged(t, res.Answer, firstSend, provider.Unknown)
+		})
+		t.Run("Cancel", func(t *testing.T) {
+			t.Parallel()
+			res := p.Cancel(t.Context(), s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: "pi_" + s.run})
+			wantIndeterminate(t, res.Answer, res.Err)
+		})
+		t.Run("Refund", func(t *testing.T) {
+			t.Parallel()
+			res := p.Refund(t.Context(), s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: "pi_" + s.run})
+			wantIndeterminate(t, res.Answer, res.Err)
+			wantJudged(t, res.Answer, firstSend, provider.Unknown)
+		})
+		for _, l := range lookups {
+			t.Run(l.name, func(t *testing.T) {
+				t.Parallel()
+				l.wantFailure(t, p, s.Credentials, "pi_"+s.run, s.paymentID)
+			})
+		}
+	})
+
+	t.Run("SingleSendIsNotResent", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newHarness)
+		res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_visa", "manual"))
+		s.wantAnswer(res, provider.AnswerObject)
+		captured := s.wantIntent(res)
+		cres := s.Provider.Capture(s.ctx, s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: captured.ID})
+		s.wantAnswer(cres, provider.AnswerObject)
+		rres := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: captured.ID, Amount: 100})
+		s.wantRefundAnswer(rres, provider.AnswerObject)
+		req := s.authorizeRequest("pm_card_visa", "manual")
+		req.IdempotencyKey = s.key("authorize-again")
+		canceled := s.wantIntent(s.Provider.Authorize(s.ctx, s.Credentials, req))
+		xres := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: canceled.ID})
+		s.wantAnswer(xres, provider.AnswerObject)
+		if res.Resent || cres.Resent || rres.Resent || xres.Resent {
+			t.Fatalf("resent: authorize %v, capture %v, refund %v, cancel %v; want false for one send each",
+				res.Resent, cres.Resent, rres.Resent, xres.Resent)
+		}
+	})
+}
+
+// suite is one subtest's harness and the names it sends.
+type suite struct {
+	Harness
+	t   *testing.T
+	ctx context.Context
+	// run is unique to the subtest; keys and payment ids derive from it.
+	run       string
+	paymentID string
+}
+
+func setup(t *testing.T, newHarness func(t *testing.T) Harness) *suite {
+	t.Helper()
+	h := newHarness(t)
+	if h.Provider == nil || h.ProviderAt == nil {
+		t.Fatal("harness without Provider or ProviderAt")
+	}
+	if h.Stateful && h.Effects == nil {
+		t.Fatal("stateful harness without Effects")
+	}
+	run := strings.ToLower(rand.Text()[:12])
+	return &suite{Harness: h, t: t, ctx: t.Context(), run: run, paymentID: "pay_" + run}
+}
+
+// needState skips the subtest on a backend that answers from fixtures; why
+// says what its fixtures cannot show.
+func (s *suite) needState(why string) {
+	s.t.Helper()
+	if !s.Stateful {
+		s.t.Skipf("stripe-mock is stateless: %s", why)
+	}
+}
+
+// stateful runs check as a nested subtest that needs state, so a stateless
+// backend skips only the assertions its fixtures cannot satisfy and still
+// runs the answer checks before it.
+func (s *suite) stateful(name, why string, check func(s *suite)) {
+	s.t.Helper()
+	s.t.Run(name, func(t *testing.T) {
+		nested := *s
+		nested.t = t
+		nested.needState(why)
+		check(&nested)
+	})
+}
+
+func (s *suite) key(op string) string { return "conformance-" + s.run + ":" + op + "-v1" }
+
+func (s *suite) authorizeRequest(pm, captureMethod string) provider.AuthorizeRequest {
+	return provider.AuthorizeRequest{
+		IdempotencyKey: s.key("authorize-" + captureMethod),
+		Amount:         amount,
+		Currency:       "BRL",
+		PaymentMethod:  pm,
+		CaptureMethod:  captureMethod,
+		Metadata:       map[string]string{"payment_id": s.paymentID, "order_id": "order-" + s.run, "attempt": "1"},
+	}
+}
+
+// authorized authorizes amount with a card that is approved.
+func (s *suite) authorized(captureMethod string) *provider.Intent {
+	s.t.Helper()
+	res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_visa", captureMethod))
+	s.wantAnswer(res, provider.AnswerObject)
+	return s.wantIntent(res)
+}
+
+func (s *suite) retrieve(id string) *provider.Intent {
+	s.t.Helper()
+	in, err := s.Provider.RetrieveIntent(s.ctx, s.Credentials, id)
+	if err != nil {
+		s.t.Fatalf("retrieve %s: %v", id, err)
+	}
+	return in
+}
+
+// effects is zero on a backend without counts; needState guards every
+// assertion that needs them.
+func (s *suite) effects() Effects {
+	if s.Effects == nil {
+		return Effects{}
+	}
+	return s.Effects()
+}
+
+// wantEffects checks the effects since before; stripe-mock has none to
+// count, which the subtests that need a count show with needState.
+func (s *suite) wantEffects(before, want Effects) {
+	s.t.Helper()
+	if s.Effects == nil {
+		return
+	}
+	if got := s.effects().sub(before); got != want {
+		s.t.Fatalf("effects = %+v, want %+v", got, want)
+	}
+}
+
+func (s *suite) wantAnswer(res provider.Result, want provider.Answer) {
+	s.t.Helper()
+	if res.Answer != want {
+		s.t.Fatalf("answer = %q (code %q, message %q, err %v), want %q", res.Answer, res.FailureCode, res.FailureMessage, res.Err, want)
+	}
+}
+
+func (s *suite) wantRefundAnswer(res provider.RefundResult, want provider.Answer) {
+	s.t.Helper()
+	if res.Answer != want {
+		s.t.Fatalf("refund answer = %q (code %q, message %q, err %v), want %q", res.Answer, res.FailureCode, res.FailureMessage, res.Err, want)
+	}
+}
+
+func (s *suite) wantIntent(res provider.Result) *provider.Intent {
+	s.t.Helper()
+	if res.Intent == nil || res.Intent.ID == "" {
+		s.t.Fatalf("answer %q came without an intent", res.Answer)
+	}
+	return res.Intent
+}
+
+// wantLookupsFail checks that no lookup passes a refusal off as absence:
+// ErrNotFound past the search grace judges Failed, which would let a
+// recovery conclude that nothing was charged.
+func (s *suite) wantLookupsFail(intentID string) {
+	s.t.Helper()
+	for _, l := range lookups {
+		l.wantFailure(s.t, s.Provider, s.Credentials, intentID, s.paymentID)
+	}
+}
+
+// lookup is one of the calls recovery relies on to learn what happened.
+type lookup struct {
+	name string
+	call func(ctx context.Context, p provider.Provider, c provider.Credentials, intentID, paymentID string) (any, error)
+}
+
+var lookups = []lookup{
+	{"RetrieveIntent", func(ctx context.Context, p provider.Provider, c provider.Credentials, intentID, _ string) (any, error) {
+		return p.RetrieveIntent(ctx, c, intentID)
+	}},
+	{"SearchIntentByPaymentID", func(ctx context.Context, p provider.Provider, c provider.Credentials, _, paymentID string) (any, error) {
+		return p.SearchIntentByPaymentID(ctx, c, paymentID)
+	}},
+	{"ListRefunds", func(ctx context.Context, p provider.Provider, c provider.Credentials, intentID, _ string) (any, error) {
+		return p.ListRefunds(ctx, c, intentID)
+	}},
+}
+
+// wantFailure checks the lookup fails with an error other than ErrNotFound.
+func (l lookup) wantFailure(t *testing.T, p provider.Provider, c provider.Credentials, intentID, paymentID string) {
+	t.Helper()
+	if got, err := l.call(t.Context(), p, c, intentID, paymentID); err == nil || errors.Is(err, provider.ErrNotFound) {
+		t.Fatalf("%s = %+v, %v; want an error other than ErrNotFound", l.name, got, err)
+	}
+}
+
+// made reports whether a refund in state st counts as made; a pending one
+// does (provider.RefundPending).
+func made(st provider.RefundState) bool {
+	return st == provider.RefundSucceeded || st == provider.RefundPending
+}
+
+// wantNotFoundJudged checks what ErrNotFound from a lookup proves: nothing
+// while search may still lag the write, a failure once it cannot.
+func wantNotFoundJudged(t *testing.T) {
+	t.Helper()
+	wantJudged(t, provider.AnswerNotFound, recoveryPast, provider.Unknown)
+	wantJudged(t, provider.AnswerNotFound, provider.Send{Recovery: true, PastGrace: true}, provider.Failed)
+}
+
+func wantJudged(t *testing.T, a provider.Answer, s provider.Send, want provider.Outcome) {
+	t.Helper()
+	if got := provider.Judge(a, s); got != want {
+		t.Fatalf("Judge(%q, %+v) = %q, want %q", a, s, got, want)
+	}
+}
+
+func wantIndeterminate(t *testing.T, a provider.Answer, err error) {
+	t.Helper()
+	if a != provider.AnswerIndeterminate || err == nil {
+		t.Fatalf("answer = %q (err %v), want indeterminate with an error", a, err)
+	}
+}
+
+// closedURL is the base URL of a port that was just listening and is now
+// closed: connections are refused.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("close listener: %v", err)
+	}
+	return "http://" + addr
+}
