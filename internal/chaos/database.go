@@ -72,8 +72,14 @@ func dropDatabase(ctx context.Context, server, name string) error {
 // localPayment is a payment as the service stored it.
 type localPayment struct {
 	ID, OrderID, Status, ProviderID string
+	FailureCode                     string
 	Attempt                         int
 	AmountCaptured, AmountRefunded  int64
+}
+
+// localAttempt is one try at the provider, as the service stored it.
+type localAttempt struct {
+	ID, PaymentID, Operation, ProviderKey, Status, FailureCode string
 }
 
 // localState is what the database holds once the run is over. It is read
@@ -82,7 +88,8 @@ type localPayment struct {
 type localState struct {
 	Payments           map[string]*localPayment // by id
 	ByProviderID       map[string]*localPayment
-	Refunds            map[string]string // refund id -> status
+	Attempts           map[string]*localAttempt // by id
+	Refunds            map[string]string        // refund id -> status
 	UnresolvedPayments int
 	UnresolvedAttempts int
 	UnresolvedRefunds  int
@@ -103,22 +110,26 @@ func unresolved(ctx context.Context, dbURL string) (payments, attempts, refunds 
 	return payments, attempts, refunds, err
 }
 
+func newLocalState() *localState {
+	return &localState{Payments: map[string]*localPayment{}, ByProviderID: map[string]*localPayment{},
+		Attempts: map[string]*localAttempt{}, Refunds: map[string]string{}, Deliveries: map[string]int{}}
+}
+
 func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	st := &localState{Payments: map[string]*localPayment{}, ByProviderID: map[string]*localPayment{},
-		Refunds: map[string]string{}, Deliveries: map[string]int{}}
-	rows, err := conn.Query(ctx, `SELECT id, order_id, status, coalesce(provider_payment_id, ''), attempt,
-		amount_captured, amount_refunded FROM payments`)
+	st := newLocalState()
+	rows, err := conn.Query(ctx, `SELECT id, order_id, status, coalesce(provider_payment_id, ''), coalesce(failure_code, ''),
+		attempt, amount_captured, amount_refunded FROM payments`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		p := &localPayment{}
-		if err := rows.Scan(&p.ID, &p.OrderID, &p.Status, &p.ProviderID, &p.Attempt, &p.AmountCaptured, &p.AmountRefunded); err != nil {
+		if err := rows.Scan(&p.ID, &p.OrderID, &p.Status, &p.ProviderID, &p.FailureCode, &p.Attempt, &p.AmountCaptured, &p.AmountRefunded); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -126,6 +137,21 @@ func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
 		if p.ProviderID != "" {
 			st.ByProviderID[p.ProviderID] = p
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = conn.Query(ctx, `SELECT id, payment_id, operation, provider_key, status, coalesce(failure_code, '') FROM attempts`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		a := &localAttempt{}
+		if err := rows.Scan(&a.ID, &a.PaymentID, &a.Operation, &a.ProviderKey, &a.Status, &a.FailureCode); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		st.Attempts[a.ID] = a
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
