@@ -1,8 +1,8 @@
 // Command chaos runs the reliability instrument (`make chaos`): the real
-// payments and providersim binaries under provider faults, replica kills and
-// late webhooks, driven by a fleet of checkout clients; then it reconciles
-// and checks that nothing was charged twice, lost, misreported or left in
-// doubt. It prints one line per figure and PASS or FAIL, and exits 1 on any
+// payments and providersim binaries under provider faults, replica kills,
+// revoked credentials, expiring provider keys and late webhooks, driven by
+// a fleet of checkout clients; then it reconciles and checks that nothing
+// was charged twice, lost, misreported or left in doubt. It prints one line per figure and PASS or FAIL, and exits 1 on any
 // violation. See docs/RELIABILITY.md.
 package main
 
@@ -26,6 +26,8 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed of the clients, kills, webhooks and provider faults (0: random)")
 	flag.BoolVar(&cfg.Short, "short", false, "a ~30 s run")
 	flag.DurationVar(&cfg.KillEvery, "kill-every", 0, "mean time between replica SIGKILLs (default 6s; 4s with -short)")
+	flag.DurationVar(&cfg.RevokeEvery, "revoke-every", 0, "mean time between revocations of the account's secret key (default 10s; 8s with -short)")
+	flag.DurationVar(&cfg.KeyWindow, "key-window", 0, "re-send window left by the shared provider key retention (default 4s)")
 	flag.BoolVar(&cfg.PrivatePostgres, "private-pg", false, "run a private PostgreSQL cluster and restart it once during the run")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the database, binaries and logs")
 	flag.StringVar(&cfg.LogLevel, "log-level", "info", "LOG_LEVEL of the replicas")

@@ -1,11 +1,13 @@
 // Package chaos is the reliability instrument behind `make chaos`: it runs
 // the real binaries (the provider simulator with random faults and several
-// `payments serve` replicas on one fresh database), drives them with a fleet
-// of checkout clients and signed, late, duplicated webhooks while replicas
-// are SIGKILLed and restarted, then stops the faults, reconciles with
-// `payments reconcile --once`, and checks the invariants against the
-// provider's own records and the database: no double charge, no lost
-// payment, no client-visible lie, nothing stranded.
+// `payments serve` replicas on one fresh database, both with a provider key
+// retention short enough that re-send windows close during the run), drives
+// them with a fleet of checkout clients and signed, late, duplicated
+// webhooks while replicas are SIGKILLed and restarted and the account's
+// secret key is revoked for seconds at a time, then stops the faults,
+// reconciles with `payments reconcile --once`, and checks the invariants
+// against the provider's own records and the database: no double charge,
+// no lost payment, no client-visible lie, nothing stranded.
 package chaos
 
 import (
@@ -60,6 +62,12 @@ type Config struct {
 	// KillEvery is the mean time between SIGKILLs of a replica; default 6s
 	// (4s with Short).
 	KillEvery time.Duration
+	// RevokeEvery is the mean time between revocations of the account's
+	// secret key at the provider; default 10s (8s with Short).
+	RevokeEvery time.Duration
+	// KeyWindow is the re-send window the shared provider key retention
+	// leaves the service; default 4s.
+	KeyWindow time.Duration
 	Short     bool
 	// PrivatePostgres runs a throwaway cluster and restarts it once during
 	// the run. Without it the run's database lives on the shared server,
@@ -92,6 +100,15 @@ func (c *Config) defaults() {
 		if c.Short {
 			c.KillEvery = 4 * time.Second
 		}
+	}
+	if c.RevokeEvery <= 0 {
+		c.RevokeEvery = 10 * time.Second
+		if c.Short {
+			c.RevokeEvery = 8 * time.Second
+		}
+	}
+	if c.KeyWindow <= 0 {
+		c.KeyWindow = 4 * time.Second
 	}
 	if c.Seed == 0 {
 		var b [8]byte
@@ -223,7 +240,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sim := &proc{name: "providersim", bin: simBin, env: []string{"PROVIDERSIM_ADDR=" + simAddr}, addr: simAddr, health: "/_sim/stats", log: simLog}
+	keys := keysFor(providerTimeout, cfg.KeyWindow)
+	sim := &proc{name: "providersim", bin: simBin, addr: simAddr, health: "/_sim/stats", log: simLog,
+		env: []string{"PROVIDERSIM_ADDR=" + simAddr, "PROVIDERSIM_KEY_RETENTION=" + keys.Retention.String()}}
 	procs = append(procs, sim)
 	if err := sim.start(ctx); err != nil {
 		return nil, err
@@ -235,6 +254,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		"PROVIDER_TIMEOUT=" + providerTimeout.String(), "IN_PROGRESS_LEASE=" + inProgressLease.String(),
 		"RECONCILE_INTERVAL=" + reconcileEvery.String(), "RECONCILE_AFTER=" + reconcileAfter.String(),
 		"PROVIDER_SEARCH_GRACE=" + searchGrace.String(), "LOG_LEVEL=" + cfg.LogLevel, "ADMIN_TOKEN=",
+		"PROVIDER_KEY_RETENTION=" + keys.Retention.String(),
 	}
 	runPayments := func(ctx context.Context, logName string, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, paymentsBin, args...)
@@ -286,6 +306,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		urls[i] = replicas[i].url()
 	}
 	say("simulator on %s, replicas on %s; logs in %s", sim.url(), strings.Join(urls, " "), logDir)
+	say("provider key retention %s at the replicas and the simulator: margin %s, re-send window %s", keys.Retention, keys.Margin, keys.Window)
 
 	ctl := &http.Client{Timeout: 30 * time.Second}
 	if err := simControl(ctx, ctl, http.MethodPost, sim.url()+"/_sim/random-faults", map[string]any{
@@ -298,6 +319,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	runID := "ord-" + randomHex(3)
 	fleet := newFleet(urls, acct.APIKey, runID)
 	hooks := newWebhooks(sim.url(), secretKey, whsec, acct.ID, urls, cfg.Seed)
+	creds := newRotation(sim.url(), secretKey)
 	runCtx, stopRun := context.WithTimeout(ctx, cfg.Duration)
 	defer stopRun()
 	deliverCtx, stopDeliver := context.WithCancel(ctx)
@@ -317,8 +339,14 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	start := time.Now()
 	say("running for %s", cfg.Duration)
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); fleet.run(runCtx, cfg.Clients, cfg.Seed) }()
+	go func() {
+		defer wg.Done()
+		if err := creds.run(runCtx, cfg.RevokeEvery, cfg.Seed); err != nil {
+			setFatal(err)
+		}
+	}()
 	go func() { defer wg.Done(); hooks.generate(runCtx) }()
 	go func() {
 		defer wg.Done()
@@ -363,7 +391,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				fleet.mu.Lock()
 				t := fleet.t
 				fleet.mu.Unlock()
-				say("t=%s orders %d, final %d, requests %d, kills %d", time.Since(start).Round(time.Second), t.Orders, t.FinalOrders, t.Requests, kills.Load())
+				revocations, _ := creds.snapshot()
+				say("t=%s orders %d, final %d, requests %d, kills %d, revocations %d", time.Since(start).Round(time.Second),
+					t.Orders, t.FinalOrders, t.Requests, kills.Load(), revocations)
 			}
 		}
 	}()
@@ -371,10 +401,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	go func() { defer close(deliverDone); hooks.deliver(deliverCtx, false) }()
 	wg.Wait()
 	rep.Kills, rep.Restarts, rep.PGRestarts = int(kills.Load()), int(restarts.Load()), int(pgRestarts.Load())
+	rep.Revocations, rep.Revoked = creds.snapshot()
 	if fatal != nil {
 		return rep, fatal
 	}
-	say("run over after %s; stopping faults, keeping replica-0 up, reconciling", time.Since(start).Round(time.Second))
+	say("run over after %s; secret key restored; stopping faults, keeping replica-0 up, reconciling", time.Since(start).Round(time.Second))
 
 	// Quiesce: no more faults, one replica, the late webhooks drained.
 	if err := simControl(ctx, ctl, http.MethodDelete, sim.url()+"/_sim/faults", nil); err != nil {
@@ -442,6 +473,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	rep.check(intents, st, fleet)
 	rep.checkRaces(reqs)
+	rep.checkResends(reqs, keys)
+	rep.checkNoEffect(reqs, intents, st)
+	if rep.ResolvedByLookup, err = resolvedByLookup(logDir, st); err != nil {
+		return rep, err
+	}
 	var hookSurprises []string
 	rep.Webhooks, hookSurprises = hooks.snapshot()
 	rep.Unexpected += len(hookSurprises)

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ type Report struct {
 	StrandedRefunds  int
 	Unexpected       int // answers the contract does not allow (a 422 for a plain retry, say)
 	BothSent         int // orders whose capture and cancel both reached the provider
+	LateResends      int // provider keys that reached the provider after their re-send window
+	FalseNoEffect    int // attempts failed as having had no effect that the provider's log contradicts
 
 	Traffic    tally
 	Webhooks   webhookTally
@@ -42,13 +45,47 @@ type Report struct {
 	Passes     int // reconcile --once passes
 	Intents    int
 
+	// Key expiry.
+	Keys             keySettings
+	ResolvedByLookup map[string]int // operation -> attempts a lookup settled past their window
+	LookupRequests   map[string]int // search, retrieve, list_refunds answered 200 by the provider
+	KeysResent       int            // provider keys that reached the provider more than once
+	KeysForgotten    int            // keys older than the provider's retention by the end
+
+	// Credential rotation.
+	Revocations   int
+	Revoked       time.Duration
+	Refused       refusals
+	AuthFailed    int // authorizations failed provider_authentication
+	AuthFailedOps int // capture, cancel and refund attempts failed provider_authentication
+
 	Samples []string // the first violations, for diagnosis
 }
 
 // Violations is the number of invariant breaches.
 func (r *Report) Violations() int {
 	return r.DoubleCharges + r.LostPayments + r.Phantoms + r.AmountMismatches + r.Lies +
-		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected + r.BothSent
+		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected + r.BothSent +
+		r.LateResends + r.FalseNoEffect
+}
+
+// Lookups is the number of attempts settled by a lookup past their window.
+func (r *Report) Lookups() int {
+	n := 0
+	for _, v := range r.ResolvedByLookup {
+		n += v
+	}
+	return n
+}
+
+// refusals counts the provider's 401s while the secret key was revoked.
+type refusals struct {
+	FirstSends int // a key's first arrival: the request had no effect
+	Resends    int // a later arrival of a key: it says nothing of the first
+	Lookups    int // search, retrieve, list_refunds
+	// Recovered is the attempts whose re-send met a 401; Settled those of
+	// them resolved by the end.
+	Recovered, Settled int
 }
 
 const maxSamples = 20
@@ -81,7 +118,9 @@ var localFor = map[string]string{"requires_capture": "authorized", "succeeded": 
 func (r *Report) checkRaces(reqs []providersim.Request) {
 	sent := map[string]map[string]bool{} // order -> capturar/cancelar
 	for _, q := range reqs {
-		if q.Op != "capture" && q.Op != "cancel" {
+		// A request refused for its credentials was turned away before
+		// anything happened: it did not reach the payment.
+		if (q.Op != "capture" && q.Op != "cancel") || q.Status == http.StatusUnauthorized {
 			continue
 		}
 		order, op, ok := strings.Cut(q.IdempotencyKey, ":")
@@ -105,6 +144,125 @@ func (r *Report) checkRaces(reqs []providersim.Request) {
 		r.BothSent++
 		r.sample("race: order %s had both a capture and a cancel sent to the provider", o)
 	}
+}
+
+// Failure codes with which the service says an attempt had no effect at
+// the provider, so that a new key may try again.
+const (
+	codeAuthentication = "provider_authentication" // its first send was refused for the credentials
+	codeNoEffect       = "no_effect_at_provider"   // past the window, the intent shows the capture or cancel did not happen
+	codeNotFound       = "not_found_at_provider"   // past the window, the provider has no object for it
+)
+
+// hadEffect reports whether a request, in the provider's log, may have
+// acted: it was answered with the object or a decline (a replay of an
+// earlier effect included), or its answer was lost or delayed after the
+// effect. Refusals (401, 403, 409 in progress, a 500 before the effect)
+// acted on nothing.
+func hadEffect(q providersim.Request) bool {
+	switch q.Fault {
+	case providersim.DropAfterEffect, providersim.DelayAfterEffect, providersim.HoldAfterEffect:
+		return true
+	}
+	return q.Status == http.StatusOK || q.Status == http.StatusPaymentRequired
+}
+
+// checkNoEffect holds every attempt the service failed as having had no
+// effect against the provider's log of its key. A first send refused for
+// its credentials (CONTRACT §5) is the only way to provider_authentication,
+// and the provider refuses before it looks at the key: every request with
+// the key must have been answered 401. A capture, cancel or refund decided
+// past its window as not done (no_effect_at_provider, not_found_at_provider)
+// must have no request with its key that acted. An authorization failed
+// either way must have no intent at the provider. A 401 on a re-send
+// proves nothing: such an attempt must stay unknown and be settled later,
+// which the stranded figure checks. It also counts the provider's 401s.
+func (r *Report) checkNoEffect(reqs []providersim.Request, intents []providersim.Intent, st *localState) {
+	byKey := keyed(reqs)
+	for _, q := range reqs {
+		if q.Status == http.StatusUnauthorized && q.Method != http.MethodPost {
+			r.Refused.Lookups++
+		}
+	}
+	for _, qs := range byKey {
+		for i, q := range qs {
+			switch {
+			case q.Status != http.StatusUnauthorized:
+			case i == 0:
+				r.Refused.FirstSends++
+			default:
+				r.Refused.Resends++
+			}
+		}
+	}
+	intentsOf := map[string][]string{} // payment id -> its intents at the provider
+	for _, in := range intents {
+		pid := in.Metadata["payment_id"]
+		intentsOf[pid] = append(intentsOf[pid], in.ID+" "+in.Status)
+	}
+
+	ids := make([]string, 0, len(st.Attempts))
+	for id := range st.Attempts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	found := map[string]bool{} // one finding per attempt
+	for _, id := range ids {
+		a := st.Attempts[id]
+		qs := byKey[a.ProviderKey]
+		if len(qs) > 1 && qs[0].Status != http.StatusUnauthorized {
+			for _, q := range qs[1:] {
+				if q.Status == http.StatusUnauthorized {
+					r.Refused.Recovered++
+					if resolved(a.Status) {
+						r.Refused.Settled++
+					}
+					break
+				}
+			}
+		}
+		switch a.FailureCode {
+		case codeAuthentication:
+			if a.Operation == "autorizar" {
+				r.AuthFailed++
+			} else {
+				r.AuthFailedOps++
+			}
+		case codeNoEffect, codeNotFound:
+		default:
+			continue
+		}
+		var contra []string
+		for _, q := range qs {
+			if (a.FailureCode == codeAuthentication && q.Status != http.StatusUnauthorized) || hadEffect(q) {
+				contra = append(contra, answerOf(q))
+			}
+		}
+		switch {
+		case a.FailureCode == codeAuthentication && len(qs) == 0:
+			found[a.ID] = true
+			r.sample("false no-effect failure: attempt %s (payment %s, key %s) failed %s, but its key never reached the provider",
+				a.ID, a.PaymentID, a.ProviderKey, a.FailureCode)
+		case len(contra) > 0:
+			found[a.ID] = true
+			r.sample("false no-effect failure: attempt %s (payment %s, key %s) failed %s, but the provider answered that key %s",
+				a.ID, a.PaymentID, a.ProviderKey, a.FailureCode, strings.Join(contra, ", "))
+		}
+		if ins := intentsOf[a.PaymentID]; a.Operation == "autorizar" && len(ins) > 0 && !found[a.ID] {
+			found[a.ID] = true
+			r.sample("false no-effect failure: attempt %s (payment %s) failed %s, but the provider has %s for the payment",
+				a.ID, a.PaymentID, a.FailureCode, strings.Join(ins, ", "))
+		}
+	}
+	r.FalseNoEffect = len(found)
+}
+
+func answerOf(q providersim.Request) string {
+	s := fmt.Sprintf("%d at %s", q.Status, q.Time.Format("15:04:05.000"))
+	if q.Fault != "" {
+		s += " (" + string(q.Fault) + ")"
+	}
+	return s
 }
 
 // check compares the provider's effects, the database and what clients
@@ -241,6 +399,9 @@ func (r *Report) Print(w io.Writer) {
 	line("amount mismatches", "%d", r.AmountMismatches)
 	line("unexpected answers", "%d", r.Unexpected)
 	line("capture+cancel sent", "%d (orders where both reached the provider)", r.BothSent)
+	line("late re-sends", "%d (provider keys that reached the provider after their re-send window)", r.LateResends)
+	line("false no-effect fails", "%d (attempts failed %s, %s or %s that the provider's log contradicts)",
+		r.FalseNoEffect, codeAuthentication, codeNoEffect, codeNotFound)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)
 	line("client operations", "captures %d, cancels %d, refunds %d; capture-vs-cancel races %d, double full refunds %d",
@@ -253,6 +414,19 @@ func (r *Report) Print(w io.Writer) {
 	}
 	line("faults injected", "%d (drop after effect %d, 500 before effect %d, delay past timeout %d)", total,
 		r.Faults[providersim.DropAfterEffect], r.Faults[providersim.Error500BeforeEffect], r.Faults[providersim.DelayAfterEffect])
+	k, lk := r.Keys, r.ResolvedByLookup
+	line("key expiry", "PROVIDER_KEY_RETENTION %s at the replicas and the simulator (margin %s, re-send window %s); "+
+		"%d attempts settled by a lookup past their window (authorizations %d, captures %d, cancels %d, refunds %d); "+
+		"lookups answered by the provider: search %d, retrieve %d, list_refunds %d; keys sent more than once %d, all inside their window unless counted above; "+
+		"keys past the provider's retention by the end %d",
+		k.Retention, k.Margin, k.Window, r.Lookups(), lk["autorizar"], lk["capturar"], lk["cancelar"], lk["estornar"],
+		r.LookupRequests["search"], r.LookupRequests["retrieve"], r.LookupRequests["list_refunds"], r.KeysResent, r.KeysForgotten)
+	rf := r.Refused
+	line("credential rotation", "%d revocations of the secret key (%s revoked in all); 401s at the provider %d (first sends %d, re-sends %d, lookups %d); "+
+		"failed %s: payments %d, captures/cancels/refunds %d; attempts whose re-send met a 401 %d, settled since %d; "+
+		"clients retried with a new key: orders %d, operations %d",
+		r.Revocations, r.Revoked.Round(100*time.Millisecond), rf.FirstSends+rf.Resends+rf.Lookups, rf.FirstSends, rf.Resends, rf.Lookups,
+		codeAuthentication, r.AuthFailed, r.AuthFailedOps, rf.Recovered, rf.Settled, c.RetriedFailed, c.NewOpKeys)
 	line("kills", "%d (SIGKILL of a replica, restarted %d times)", r.Kills, r.Restarts)
 	if r.PGSkipped != "" {
 		line("postgres restarts", "%d (skipped: %s)", r.PGRestarts, r.PGSkipped)

@@ -63,13 +63,14 @@ type refundSeen struct {
 
 // answer is one HTTP exchange as a client saw it.
 type answer struct {
-	status     int
-	body       []byte
-	replayed   bool
-	retryAfter time.Duration
-	code       string // problem+json code
-	paymentID  string // problem+json payment_id
-	err        error
+	status       int
+	body         []byte
+	replayed     bool
+	retryAfter   time.Duration
+	code         string // problem+json code
+	paymentID    string // problem+json payment_id
+	providerCode string // problem+json provider_code of a provider_rejected
+	err          error
 }
 
 // tally counts what the fleet sent and got back.
@@ -91,6 +92,8 @@ type tally struct {
 	GaveUp          int // requests an impatient client abandoned
 	RacedOps        int // capture against cancel
 	RacedRefunds    int // two full refunds at once
+	RetriedFailed   int // orders tried again with a new key after a failed payment
+	NewOpKeys       int // captures, cancels and refunds asked again with a new key after failing without effect
 }
 
 // fleet is the checkout clients: each order gets one client key (the bad
@@ -220,11 +223,12 @@ func (f *fleet) do(ctx context.Context, method, base, path, key string, body []b
 	}
 	if resp.StatusCode >= 400 {
 		var prob struct {
-			Code      string `json:"code"`
-			PaymentID string `json:"payment_id"`
+			Code         string `json:"code"`
+			PaymentID    string `json:"payment_id"`
+			ProviderCode string `json:"provider_code"`
 		}
 		_ = json.Unmarshal(b, &prob)
-		a.code, a.paymentID = prob.Code, prob.PaymentID
+		a.code, a.paymentID, a.providerCode = prob.Code, prob.PaymentID, prob.ProviderCode
 	}
 	f.bump(func(t *tally) {
 		t.Requests++
@@ -268,6 +272,30 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// noEffect is a capture, cancel or refund that failed without acting at
+// the provider: refused for the account's credentials (a revoked secret
+// key), or found not done by a lookup past its re-send window. Its answer
+// is 409 provider_rejected with that provider_code; checkNoEffect holds
+// each such failure against the provider's log.
+func noEffect(a answer) bool {
+	if a.err != nil || a.status != http.StatusConflict || a.code != "provider_rejected" {
+		return false
+	}
+	switch a.providerCode {
+	case codeAuthentication, codeNoEffect, codeNotFound:
+		return true
+	}
+	return false
+}
+
+// A capture, cancel or refund that failed without effect is asked again
+// with a new key after at least keyPause, with at most maxKeys keys in
+// all: more than a revocation lasts.
+const (
+	keyPause = time.Second
+	maxKeys  = 10
+)
+
 // retryable is an answer a well-behaved client retries with the same key.
 func retryable(a answer) bool {
 	return a.err != nil || a.status == http.StatusAccepted || a.status >= 500 ||
@@ -308,10 +336,18 @@ func (f *fleet) checkout(ctx context.Context, rng *rand.Rand) {
 		return b
 	}
 	p := f.create(ctx, rng, order, bad, "ck-"+order+"-1", body(card))
-	if p != nil && p.Status == "declined" && rng.Float64() < secondCardShare {
+	switch {
+	case p != nil && p.Status == "declined" && rng.Float64() < secondCardShare:
 		// The shopper tries another card: a new intent, a new key (attempt 2).
 		f.bump(func(t *tally) { t.SecondIntents++ })
 		p = f.create(ctx, rng, order, bad, "ck-"+order+"-2", body("pm_card_visa"))
+	case p != nil && p.Status == "failed":
+		// Nothing was charged (the provider refused the credentials, say):
+		// the shopper clicks again a moment later, with a new key, which
+		// is attempt 2 of the order and must not charge twice.
+		f.bump(func(t *tally) { t.RetriedFailed++ })
+		sleep(ctx, time.Second+time.Duration(rng.Int64N(int64(2*time.Second))))
+		p = f.create(ctx, rng, order, bad, "ck-"+order+"-2", body(card))
 	}
 	if p == nil {
 		return
@@ -460,7 +496,7 @@ func (f *fleet) operate(ctx context.Context, rng *rand.Rand, order string, p *pa
 		body, _ = json.Marshal(map[string]int64{"amount": amount})
 	}
 	key := "ck-" + order + "-" + op
-	for try := 0; ctx.Err() == nil; try++ {
+	for try, keys := 0, 1; ctx.Err() == nil; try++ {
 		a := f.do(ctx, http.MethodPost, f.pick(rng), "/v1/payments/"+p.ID+"/"+op, key, body)
 		switch {
 		case a.err == nil && a.status == http.StatusOK:
@@ -474,6 +510,13 @@ func (f *fleet) operate(ctx context.Context, rng *rand.Rand, order string, p *pa
 		case retryable(a):
 		case racing && a.status == http.StatusConflict && a.code == "invalid_state":
 			return nil
+		case noEffect(a) && keys < maxKeys:
+			// Nothing happened at the provider; the same key would replay
+			// the failure, so the back office asks again with a new one.
+			keys++
+			key = fmt.Sprintf("ck-%s-%s-%d", order, op, keys)
+			f.bump(func(t *tally) { t.NewOpKeys++ })
+			a.retryAfter = max(a.retryAfter, keyPause)
 		default:
 			f.surprise(op+" "+order, a)
 			return nil
@@ -489,7 +532,7 @@ func (f *fleet) refund(ctx context.Context, rng *rand.Rand, order string, p *pay
 	f.bump(func(t *tally) { t.Refunds++ })
 	body, _ := json.Marshal(map[string]int64{"amount": amount})
 	key := fmt.Sprintf("ck-%s-refund-%d", order, n)
-	for try := 0; ctx.Err() == nil; try++ {
+	for try, keys := 0, 1; ctx.Err() == nil; try++ {
 		a := f.do(ctx, http.MethodPost, f.pick(rng), "/v1/payments/"+p.ID+"/refunds", key, body)
 		switch {
 		case a.err == nil && a.status == http.StatusCreated:
@@ -516,6 +559,11 @@ func (f *fleet) refund(ctx context.Context, rng *rand.Rand, order string, p *pay
 		case retryable(a):
 		case racing && a.status == http.StatusConflict && a.code == "refund_exceeds_captured":
 			return false
+		case noEffect(a) && keys < maxKeys:
+			keys++
+			key = fmt.Sprintf("ck-%s-refund-%d-%d", order, n, keys)
+			f.bump(func(t *tally) { t.NewOpKeys++ })
+			a.retryAfter = max(a.retryAfter, keyPause)
 		default:
 			f.surprise("refund "+order, a)
 			return false
