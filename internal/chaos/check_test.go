@@ -1,8 +1,10 @@
 package chaos
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acmepay/payments/internal/provider/providersim"
 )
@@ -13,14 +15,27 @@ type world struct {
 	intents []providersim.Intent
 	st      *localState
 	f       *fleet
+	reqs    []providersim.Request // the provider's log
 }
 
 func newWorld() *world {
-	return &world{
-		st: &localState{Payments: map[string]*localPayment{}, ByProviderID: map[string]*localPayment{},
-			Refunds: map[string]string{}, Deliveries: map[string]int{}},
-		f: newFleet(nil, "", "test"),
-	}
+	return &world{st: newLocalState(), f: newFleet(nil, "", "test")}
+}
+
+// t0 is when the synthetic provider log begins.
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// testKeys is a six-second re-send window.
+var testKeys = keysFor(time.Second, 6*time.Second)
+
+// sent logs a request with a provider key, at an offset from t0.
+func (w *world) sent(op, key string, at time.Duration, status int, fault providersim.FaultKind) {
+	w.reqs = append(w.reqs, providersim.Request{Op: op, Method: http.MethodPost, IdempotencyKey: key,
+		Status: status, Fault: fault, Time: t0.Add(at)})
+}
+
+func (w *world) attempt(id, paymentID, op, key, status, failureCode string) {
+	w.st.Attempts[id] = &localAttempt{ID: id, PaymentID: paymentID, Operation: op, ProviderKey: key, Status: status, FailureCode: failureCode}
 }
 
 func (w *world) intent(id, order, paymentID, status string, amount int64) {
@@ -50,6 +65,9 @@ func (w *world) shown(order, paymentID, status string) {
 func (w *world) check() *Report {
 	r := &Report{}
 	r.check(w.intents, w.st, w.f)
+	r.checkRaces(w.reqs)
+	r.checkResends(w.reqs, testKeys)
+	r.checkNoEffect(w.reqs, w.intents, w.st)
 	return r
 }
 
@@ -60,6 +78,8 @@ func TestCheckRaces(t *testing.T) {
 		{Op: "capture", IdempotencyKey: "o1:capturar-v1"}, {Op: "capture", IdempotencyKey: "o1:capturar-v1"},
 		{Op: "cancel", IdempotencyKey: "o2:cancelar-v1"},
 		{Op: "capture", IdempotencyKey: "o3:capturar-v1"}, {Op: "cancel", IdempotencyKey: "o3:cancelar-v1"},
+		// Refused for a revoked key before anything happened: not sent.
+		{Op: "capture", IdempotencyKey: "o4:capturar-v1", Status: http.StatusUnauthorized}, {Op: "cancel", IdempotencyKey: "o4:cancelar-v1"},
 	})
 	if r.BothSent != 1 || !strings.Contains(strings.Join(r.Samples, ""), "order o3") {
 		t.Fatalf("BothSent %d, samples %v; want order o3 only", r.BothSent, r.Samples)
@@ -85,10 +105,38 @@ func TestCheck(t *testing.T) {
 		w.intent("pi_4", "o3", "pay_4", "requires_capture", 700)
 		w.payment("pay_4", "o3", "authorized", "pi_4", 0)
 		w.shown("o3", "pay_4", "authorized")
+
+		// The provider's log: pay_1's key was dropped after the effect,
+		// refused on a re-send while the secret key was revoked, then
+		// replayed inside the window.
+		w.attempt("att_1", "pay_1", "autorizar", "o1:autorizar-v1", "succeeded", "")
+		w.sent("authorize", "o1:autorizar-v1", 0, 0, providersim.DropAfterEffect)
+		w.sent("authorize", "o1:autorizar-v1", 2*time.Second, http.StatusUnauthorized, "")
+		w.sent("authorize", "o1:autorizar-v1", 4*time.Second, http.StatusOK, "")
+		// pay_2's capture failed past its window, having never acted.
+		w.attempt("att_2c", "pay_2", "capturar", "o2:capturar-v1", "failed", codeNoEffect)
+		w.sent("capture", "o2:capturar-v1", 0, http.StatusInternalServerError, providersim.Error500BeforeEffect)
+		w.sent("capture", "o2:capturar-v1", 3*time.Second, http.StatusUnauthorized, "")
+		w.attempt("att_2d", "pay_2", "capturar", "o2:capturar-v2", "succeeded", "")
+		w.sent("capture", "o2:capturar-v2", 10*time.Second, http.StatusOK, "")
+		// Order o5: the first send was refused for revoked credentials;
+		// the shopper's new key (attempt 2) was captured.
+		w.payment("pay_5", "o5", "failed", "", 0)
+		w.st.Payments["pay_5"].FailureCode = codeAuthentication
+		w.shown("o5", "pay_5", "failed")
+		w.attempt("att_5", "pay_5", "autorizar", "o5:autorizar-v1", "failed", codeAuthentication)
+		w.sent("authorize", "o5:autorizar-v1", 20*time.Second, http.StatusUnauthorized, "")
+		w.intent("pi_5b", "o5", "pay_5b", "succeeded", 900)
+		w.payment("pay_5b", "o5", "captured", "pi_5b", 900)
+		w.shown("o5", "pay_5b", "captured")
+		w.attempt("att_5b", "pay_5b", "autorizar", "o5:autorizar-v2", "succeeded", "")
+		w.sent("authorize", "o5:autorizar-v2", 23*time.Second, http.StatusOK, "")
 		return w
 	}
 	if r := clean().check(); r.Violations() != 0 {
 		t.Fatalf("a consistent world has %d violations: %v", r.Violations(), r.Samples)
+	} else if want := (refusals{FirstSends: 1, Resends: 2, Recovered: 2, Settled: 2}); r.Refused != want || r.AuthFailed != 1 {
+		t.Fatalf("refusals %+v, authorizations failed %d; want %+v and 1", r.Refused, r.AuthFailed, want)
 	}
 
 	for _, c := range []struct {
@@ -126,6 +174,29 @@ func TestCheck(t *testing.T) {
 		{"Stranded", func(w *world) {
 			w.st.UnresolvedPayments = 1
 		}, func(r *Report) int { return r.Stranded }, "stranded: 1 payments"},
+		{"ChargedButCanceledLocally", func(w *world) {
+			w.st.Payments["pay_5b"].Status = "canceled"
+		}, func(r *Report) int { return r.LostPayments }, "lost payment: intent pi_5b is succeeded at the provider, payment pay_5b is canceled"},
+		{"SecondKeyChargedTwice", func(w *world) {
+			w.intent("pi_5", "o5", "pay_5", "succeeded", 900)
+		}, func(r *Report) int { return r.DoubleCharges }, "double charge: order o5 authorized 2 times"},
+		{"CredentialFailureTheProviderCharged", func(w *world) {
+			w.intent("pi_5", "o5", "pay_5", "succeeded", 900)
+		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_5 (payment pay_5) failed provider_authentication, but the provider has pi_5 succeeded"},
+		{"CredentialFailureOnARecovery", func(w *world) {
+			// The first send acted and lost its answer; a 401 on the
+			// re-send proves nothing about it.
+			w.sent("authorize", "o5:autorizar-v1", 19*time.Second, 0, providersim.DropAfterEffect)
+		}, func(r *Report) int { return r.FalseNoEffect }, "failed provider_authentication, but the provider answered that key 0 at"},
+		{"CredentialFailureNeverSent", func(w *world) {
+			w.attempt("att_7", "pay_1", "estornar", "o1:estornar-v1", "failed", codeAuthentication)
+		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_7 (payment pay_1, key o1:estornar-v1) failed provider_authentication, but its key never reached"},
+		{"NoEffectCaptureThatActed", func(w *world) {
+			w.sent("capture", "o2:capturar-v1", 5*time.Second, http.StatusOK, "")
+		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_2c (payment pay_2, key o2:capturar-v1) failed no_effect_at_provider"},
+		{"LateResend", func(w *world) {
+			w.sent("authorize", "o1:autorizar-v1", 8*time.Second, http.StatusOK, "")
+		}, func(r *Report) int { return r.LateResends }, "late re-send: key o1:autorizar-v1 reached the provider 8s after its first send"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
