@@ -31,8 +31,9 @@ func (w *logWriter) Write(p []byte) (int, error) {
 }
 
 // TestChaosShort is `make chaos -short` inside `make test`: the real
-// binaries, provider faults, replica kills and webhooks for about 30 s, then
-// reconciliation and the invariants.
+// binaries, provider faults, replica kills, revoked credentials, closing
+// re-send windows and webhooks for about 30 s, then reconciliation and the
+// invariants.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run builds and runs the real binaries for about a minute; skipped in -short")
@@ -46,5 +47,14 @@ func TestChaosShort(t *testing.T) {
 	t.Log(figures.String())
 	if n := rep.Violations(); n > 0 {
 		t.Fatalf("%d invariant violations:\n%s", n, figures.String())
+	}
+	// The two faults must really have happened, or the run proved nothing
+	// about them.
+	if rep.Lookups() == 0 {
+		t.Errorf("no attempt was settled by a lookup past its re-send window: key expiry was not exercised")
+	}
+	if rep.Revocations == 0 || rep.Refused.FirstSends+rep.Refused.Resends == 0 {
+		t.Errorf("%d revocations, %d sends refused: credential rotation was not exercised",
+			rep.Revocations, rep.Refused.FirstSends+rep.Refused.Resends)
 	}
 }
