@@ -42,7 +42,7 @@ bench: ## the money path's Go benchmarks, then the load generator on the real bi
 		$(GO) run ./cmd/paybench -database-url "$$url" $(BENCHFLAGS)
 
 .PHONY: chaos
-chaos: ## chaos run of the real binaries (3 replicas, provider faults, kills, webhooks), then the invariants; ~3 min (CHAOS_FLAGS=-short: ~30 s)
+chaos: ## chaos run of the real binaries (3 replicas, provider faults, kills, revoked credentials, expiring keys, webhooks), then the invariants; ~3 min (CHAOS_FLAGS=-short: ~30 s)
 	$(GO) run ./cmd/chaos $(CHAOS_FLAGS)
 
 .PHONY: chaos-short
