@@ -87,6 +87,21 @@ func wantKeys(t *testing.T, got []string, want ...string) {
 	}
 }
 
+// wantOnlyKey asserts every send carried key. How many sends a dropped
+// connection causes depends on net/http, which re-sends a request carrying an
+// Idempotency-Key when a reused connection breaks before any answer.
+func wantOnlyKey(t *testing.T, got []string, key string) {
+	t.Helper()
+	if len(got) == 0 {
+		t.Fatalf("no provider sends, want some with key %q", key)
+	}
+	for _, k := range got {
+		if k != key {
+			t.Fatalf("provider keys = %q, want only %q", got, key)
+		}
+	}
+}
+
 // adminView is GET /admin/v1/payments/{id}.
 type adminView struct {
 	Payment  map[string]any `json:"payment"`
