@@ -89,12 +89,29 @@ func (s *Server) adminListPayments(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ps, err := s.payments.ListStuck(r.Context(), statuses, olderThan, limit+1)
+	after, err := payment.ParseStuckCursor(q.Get("after"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page(ps, limit))
+	ps, err := s.payments.ListStuck(r.Context(), statuses, olderThan, after, limit+1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	l := page(ps, limit)
+	next := after
+	if n := len(l.Data); n > 0 {
+		next = payment.StuckCursor{UpdatedAt: l.Data[n-1].UpdatedAt, ID: l.Data[n-1].ID}
+	}
+	writeJSON(w, http.StatusOK, stuckList{list: l, NextCursor: next.String()})
+}
+
+// stuckList is a page of the stuck list; pass next_cursor as after for the
+// next page.
+type stuckList struct {
+	list[payment.StuckPayment]
+	NextCursor string `json:"next_cursor"`
 }
 
 func (s *Server) adminGetPayment(w http.ResponseWriter, r *http.Request) {

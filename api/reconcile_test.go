@@ -213,9 +213,9 @@ func TestReconcile(t *testing.T) {
 		for _, o := range orders {
 			createUnknown(t, e, "k-"+o, createBody(o, 100))
 		}
-		// Batches smaller than the backlog: the pass claims again after each
-		// one, and must not claim what it already examined.
-		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0, BatchSize: 1})
+		// The pass claims one attempt at a time and must not claim what it
+		// already examined.
+		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,8 +428,8 @@ func TestReconcile(t *testing.T) {
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i, svc := range services {
-			// Small batches so the reconcilers interleave their claims.
-			r, err := reconcile.New(reconcile.Config{Payments: svc, Accounts: e.Accounts, After: 0, BatchSize: 3})
+			// One claim at a time, so the reconcilers interleave.
+			r, err := reconcile.New(reconcile.Config{Payments: svc, Accounts: e.Accounts, After: 0})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,8 +23,13 @@ type config struct {
 	TombstoneTTL         time.Duration
 	ReconcileInterval    time.Duration
 	ReconcileAfter       time.Duration
-	ProviderSearchGrace  time.Duration
-	PurgeInterval        time.Duration
+	// ReconcileMaxBackoff caps the pause between two tries of one attempt;
+	// ReconcileAlertAfter is the age at which an unresolved attempt is
+	// flagged for a person.
+	ReconcileMaxBackoff time.Duration
+	ReconcileAlertAfter time.Duration
+	ProviderSearchGrace time.Duration
+	PurgeInterval       time.Duration
 	// Bounds of every database session, so one stalled writer cannot
 	// freeze the requests waiting on its locks.
 	DBStatementTimeout         time.Duration
@@ -68,6 +73,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"IDEMPOTENCY_TOMBSTONE_TTL", &c.TombstoneTTL, 9600 * time.Hour},
 		{"RECONCILE_INTERVAL", &c.ReconcileInterval, 30 * time.Second},
 		{"RECONCILE_AFTER", &c.ReconcileAfter, 15 * time.Second},
+		{"RECONCILE_MAX_BACKOFF", &c.ReconcileMaxBackoff, time.Hour},
+		{"RECONCILE_ALERT_AFTER", &c.ReconcileAlertAfter, time.Hour},
 		{"PROVIDER_SEARCH_GRACE", &c.ProviderSearchGrace, 5 * time.Minute},
 		{"PURGE_INTERVAL", &c.PurgeInterval, time.Hour},
 		{"DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout, 5 * time.Second},
@@ -84,6 +91,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("%s must be a positive Go duration such as 30s or 72h, not %q", d.name, v)
 		}
 		*d.dst = parsed
+	}
+	if c.ReconcileMaxBackoff < c.ReconcileAfter {
+		return c, fmt.Errorf("RECONCILE_MAX_BACKOFF (%s) must not be shorter than RECONCILE_AFTER (%s)", c.ReconcileMaxBackoff, c.ReconcileAfter)
 	}
 	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
 		return c, err

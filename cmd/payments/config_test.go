@@ -65,3 +65,26 @@ func TestLoadConfigDatabaseTimeouts(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadConfigReconcileSchedule(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ReconcileMaxBackoff != time.Hour || c.ReconcileAlertAfter != time.Hour {
+		t.Fatalf("defaults = %v, %v; want 1h, 1h", c.ReconcileMaxBackoff, c.ReconcileAlertAfter)
+	}
+	c, err = loadConfig(env("RECONCILE_MAX_BACKOFF", "10m", "RECONCILE_ALERT_AFTER", "30m"))
+	if err != nil || c.ReconcileMaxBackoff != 10*time.Minute || c.ReconcileAlertAfter != 30*time.Minute {
+		t.Fatalf("set = %v, %v, %v; want 10m, 30m", c.ReconcileMaxBackoff, c.ReconcileAlertAfter, err)
+	}
+	for _, bad := range [][]string{
+		{"RECONCILE_MAX_BACKOFF", "0s"}, {"RECONCILE_ALERT_AFTER", "soon"},
+		{"RECONCILE_MAX_BACKOFF", "5s"}, // shorter than RECONCILE_AFTER's 15s
+	} {
+		if _, err := loadConfig(env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%s: err %v, want one naming the setting", bad[0], bad[1], err)
+		}
+	}
+}

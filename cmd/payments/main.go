@@ -160,6 +160,7 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		Logger:   log, Metrics: a.metrics,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
 		KeyRetention: cfg.ProviderKeyRetention, SearchGrace: cfg.ProviderSearchGrace,
+		AlertAfter: cfg.ReconcileAlertAfter,
 	}); err != nil {
 		db.Close()
 		return nil, err
@@ -169,7 +170,8 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	if a.reconciler, err = reconcile.New(reconcile.Config{Payments: a.payments, Accounts: a.accounts, Logger: log,
-		Metrics: a.metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval}); err != nil {
+		Metrics: a.metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
+		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
 		db.Close()
 		return nil, err
 	}

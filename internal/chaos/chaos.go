@@ -43,7 +43,10 @@ const (
 	inProgressLease = 3 * time.Second
 	reconcileEvery  = time.Second
 	reconcileAfter  = 2 * time.Second
-	searchGrace     = 5 * time.Second
+	// Short, so that the passes after the run find every attempt due again
+	// within seconds.
+	reconcileMaxBackoff = 4 * time.Second
+	searchGrace         = 5 * time.Second
 	// Random faults on the provider's mutating requests.
 	dropShare  = 0.10 // the effect happens, the response is lost
 	error500   = 0.05 // 500 before any effect
@@ -253,6 +256,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		"ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString([]byte(randomHex(16))),
 		"PROVIDER_TIMEOUT=" + providerTimeout.String(), "IN_PROGRESS_LEASE=" + inProgressLease.String(),
 		"RECONCILE_INTERVAL=" + reconcileEvery.String(), "RECONCILE_AFTER=" + reconcileAfter.String(),
+		"RECONCILE_MAX_BACKOFF=" + reconcileMaxBackoff.String(),
 		"PROVIDER_SEARCH_GRACE=" + searchGrace.String(), "LOG_LEVEL=" + cfg.LogLevel, "ADMIN_TOKEN=",
 		"PROVIDER_KEY_RETENTION=" + keys.Retention.String(),
 	}

@@ -32,6 +32,7 @@ type Metrics struct {
 	reconRuns   prometheus.Counter
 	reconSeen   prometheus.Counter
 	reconLeft   prometheus.Gauge
+	reconAlert  prometheus.Gauge
 	reconDone   *prometheus.CounterVec
 	webhooks    *prometheus.CounterVec
 }
@@ -73,6 +74,10 @@ func New(statuses StatusCounter, backlog Backlog) *Metrics {
 		reconLeft: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payments_reconciler_still_unknown", Help: "Attempts the last pass could not resolve.",
 		}),
+		reconAlert: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "payments_reconciler_attempts_needing_attention",
+			Help: "Attempts unresolved for longer than RECONCILE_ALERT_AFTER, as of the last pass.",
+		}),
 		reconDone: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payments_reconciler_resolutions_total", Help: "Attempts resolved by the reconciler, by resulting status.",
 		}, []string{"status"}),
@@ -81,7 +86,7 @@ func New(statuses StatusCounter, backlog Backlog) *Metrics {
 		}, []string{"outcome"}),
 	}
 	m.Registry.MustRegister(m.requests, m.latency, m.idem, m.provCalls, m.provLatency, m.transitions,
-		m.reconRuns, m.reconSeen, m.reconLeft, m.reconDone, m.webhooks,
+		m.reconRuns, m.reconSeen, m.reconLeft, m.reconAlert, m.reconDone, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initKnownSeries()
 	if statuses != nil {
@@ -171,6 +176,10 @@ func (m *Metrics) ReconcileRun(examined, stillUnknown int) {
 	m.reconSeen.Add(float64(examined))
 	m.reconLeft.Set(float64(stillUnknown))
 }
+
+// ReconcileNeedsAttention sets the attempts unresolved past
+// RECONCILE_ALERT_AFTER.
+func (m *Metrics) ReconcileNeedsAttention(n int) { m.reconAlert.Set(float64(n)) }
 
 // ReconcileResolution counts one attempt resolved by the reconciler.
 func (m *Metrics) ReconcileResolution(status string) { m.reconDone.WithLabelValues(status).Inc() }

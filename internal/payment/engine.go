@@ -177,6 +177,7 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, n
 	if err := tx.AttemptSetLease(ctx, a.ID, until, now); err != nil {
 		return nil, nil, err
 	}
+	a.LeaseExpiresAt = &until
 	return &work{recovered: true, scope: rec.Scope, payment: p, attempt: a}, nil, nil
 }
 

@@ -131,8 +131,12 @@ type Attempt struct {
 	FailureCode    string
 	FailureMessage string
 	LeaseExpiresAt *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// ReconcileTries counts the reconciler's claims; NextReconcileAt is
+	// when it may claim the attempt again.
+	ReconcileTries  int
+	NextReconcileAt *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // RefundStatus is the state of a refund.
@@ -237,19 +241,21 @@ type view struct {
 }
 
 // MarshalJSON renders the public payment object.
-func (p *Payment) MarshalJSON() ([]byte, error) {
+func (p *Payment) MarshalJSON() ([]byte, error) { return json.Marshal(p.view()) }
+
+func (p *Payment) view() view {
 	md := p.Metadata
 	if md == nil {
 		md = map[string]string{}
 	}
-	return json.Marshal(view{
+	return view{
 		ID: p.ID, Object: "payment", OrderID: p.OrderID, Amount: p.Amount, Currency: p.Currency,
 		CaptureMethod: p.CaptureMethod, Status: p.Status, Attempt: p.Attempt, Provider: "stripe",
 		ProviderPaymentID: nullable(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, FailureCode: nullable(p.FailureCode),
 		FailureMessage: nullable(p.FailureMessage), Metadata: md,
 		CreatedAt: FormatTime(p.CreatedAt), UpdatedAt: FormatTime(p.UpdatedAt),
-	})
+	}
 }
 
 // FormatTime is the one timestamp format of the API.

@@ -2,7 +2,11 @@ package payment
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,15 +28,47 @@ type Resolution struct {
 // Now is the service's clock, for callers that bound their work in time.
 func (s *Service) Now() time.Time { return s.clock() }
 
-// ClaimUnresolved leases up to limit attempts whose outcome is unknown, or
-// whose holder's lease expired, not touched since updatedBefore. Leases and
-// SKIP LOCKED let any number of reconcilers run at once without doing the
-// same work twice. A pass keeps one updatedBefore throughout, so an attempt
-// it examined (which bumps updated_at) is not claimed, and so leased for
-// nothing, again in the same pass.
-func (s *Service) ClaimUnresolved(ctx context.Context, updatedBefore time.Time, limit int) ([]*Attempt, error) {
+// Due says which unresolved attempts a reconciliation pass may claim.
+type Due struct {
+	// UpdatedBefore: an attempt never claimed is due once untouched since
+	// then (RECONCILE_AFTER before the pass began).
+	UpdatedBefore time.Time
+	// Before: an attempt claimed before is due when its next reconcile
+	// time came before this (the pass's start, so that one pass never
+	// claims an attempt twice).
+	Before time.Time
+}
+
+// ClaimNext leases the unresolved attempt that has waited longest among
+// those due and sets its next reconcile time to nextDue(claims so far).
+// ErrNotFound when none is due. One attempt per claim, with a lease that
+// covers the provider call and the recording of its answer, so a lease
+// never runs out on work still waiting in a batch; SKIP LOCKED lets any
+// number of reconcilers claim at once without doing the same work twice.
+func (s *Service) ClaimNext(ctx context.Context, due Due, nextDue func(tries int) time.Time) (*Attempt, error) {
 	now := s.clock()
-	return s.store.AttemptsClaim(ctx, updatedBefore, now, now.Add(s.lease), limit)
+	return s.store.AttemptClaimNext(ctx, due, now, now.Add(s.claimLease()), nextDue)
+}
+
+// claimLease is how long a recovery claim holds an attempt: at least
+// IN_PROGRESS_LEASE, and always the whole provider call (which call caps at
+// the lease) plus one try at recording its answer. A recording that needs
+// more tries happens after the send it guards, and the provider replays a
+// key re-sent by whoever claims next.
+func (s *Service) claimLease() time.Duration {
+	return max(s.lease, s.providerTimeout+s.settleTimeout+time.Second)
+}
+
+// AttemptsNeedingAttention counts attempts unresolved for longer than
+// RECONCILE_ALERT_AFTER.
+func (s *Service) AttemptsNeedingAttention(ctx context.Context) (int, error) {
+	return s.store.AttemptsNeedingAttention(ctx, s.clock().Add(-s.alertAfter))
+}
+
+// NeedsAttention tells whether an attempt has been unresolved for longer
+// than RECONCILE_ALERT_AFTER.
+func (s *Service) NeedsAttention(a *Attempt) bool {
+	return !a.Status.Resolved() && s.clock().Sub(a.CreatedAt) > s.alertAfter
 }
 
 // ReconcileAttempt resolves a claimed attempt by asking the provider, never
@@ -40,12 +76,20 @@ func (s *Service) ClaimUnresolved(ctx context.Context, updatedBefore time.Time, 
 // event. The client's key, if it is waiting on this attempt, is completed
 // with the answer it will replay.
 func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt, actor, reason string) (Resolution, error) {
+	res := Resolution{AttemptID: a.ID, Operation: a.Operation}
+	if a.LeaseExpiresAt == nil || !s.clock().Before(*a.LeaseExpiresAt) {
+		// The claim's lease ran out before the call could start: another
+		// reconciler may hold the attempt now, so send nothing and record
+		// nothing; the attempt stays due.
+		s.log.WarnContext(ctx, "claim expired before the provider call; nothing sent",
+			slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID))
+		return res, nil
+	}
 	p, err := s.store.PaymentGet(ctx, acct.ID, a.PaymentID)
 	if err != nil {
 		return Resolution{}, err
 	}
 	out := s.call(ctx, acct, p, a, true)
-	res := Resolution{AttemptID: a.ID, Operation: a.Operation}
 	err = s.settle(ctx, a, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
 		rec, err := tx.KeyLockByAttempt(ctx, a.ID)
@@ -114,7 +158,7 @@ func (s *Service) reconcileAll(ctx context.Context, acct Account, paymentID, act
 	}
 	for _, a := range pending {
 		now := s.clock()
-		claimed, err := s.store.AttemptClaim(ctx, a.ID, now, now.Add(s.lease))
+		claimed, err := s.store.AttemptClaim(ctx, a.ID, now, now.Add(s.claimLease()))
 		if errors.Is(err, ErrNotFound) {
 			continue // held by a live request or another reconciler
 		}
@@ -152,10 +196,83 @@ func (s *Service) AdminGet(ctx context.Context, id string) (*AdminView, error) {
 	return &AdminView{Payment: p, Attempts: as, Audit: audit}, nil
 }
 
-// ListStuck returns payments of any account in the given statuses, not
-// updated for olderThan, oldest first.
-func (s *Service) ListStuck(ctx context.Context, statuses []Status, olderThan time.Duration, limit int) ([]*Payment, error) {
-	return s.store.PaymentListStuck(ctx, statuses, s.clock().Add(-olderThan), limit)
+// StuckPayment is a payment in the admin stuck list.
+type StuckPayment struct {
+	*Payment
+	// NeedsAttention: an attempt of it has been unresolved for longer than
+	// RECONCILE_ALERT_AFTER.
+	NeedsAttention bool
+}
+
+// MarshalJSON renders the payment object with needs_attention.
+func (p StuckPayment) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		view
+		NeedsAttention bool `json:"needs_attention"`
+	}{p.view(), p.NeedsAttention})
+}
+
+// StuckCursor is a position in the stuck list; the zero value is its start.
+type StuckCursor struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
+// StuckQuery selects a page of the stuck list.
+type StuckQuery struct {
+	Statuses      []Status
+	UpdatedBefore time.Time
+	AlertBefore   time.Time
+	After         StuckCursor
+	Limit         int
+}
+
+// String encodes the cursor as an opaque token.
+func (c StuckCursor) String() string {
+	if c.ID == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.UpdatedAt.UnixMicro(), 10) + "." + c.ID))
+}
+
+// ParseStuckCursor reads a token made by StuckCursor.String.
+func ParseStuckCursor(v string) (StuckCursor, error) {
+	bad := fieldError("after", "must be a next_cursor this list returned")
+	if v == "" {
+		return StuckCursor{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return StuckCursor{}, bad
+	}
+	micros, id, ok := strings.Cut(string(raw), ".")
+	n, err := strconv.ParseInt(micros, 10, 64)
+	if !ok || err != nil || !validID(id) {
+		return StuckCursor{}, bad
+	}
+	return StuckCursor{UpdatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
+}
+
+// validID accepts the service's own ids (prefix_ then hex).
+func validID(id string) bool {
+	prefix, rest, ok := strings.Cut(id, "_")
+	if !ok || prefix == "" || len(rest) != 32 {
+		return false
+	}
+	for _, r := range prefix + rest {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// ListStuck returns a page of payments of any account in the given
+// statuses, not updated for olderThan, oldest first, after the cursor.
+func (s *Service) ListStuck(ctx context.Context, statuses []Status, olderThan time.Duration, after StuckCursor, limit int) ([]StuckPayment, error) {
+	now := s.clock()
+	return s.store.PaymentListStuck(ctx, StuckQuery{Statuses: statuses, UpdatedBefore: now.Add(-olderThan),
+		AlertBefore: now.Add(-s.alertAfter), After: after, Limit: limit})
 }
 
 // ParseStatuses reads a comma-separated status filter.

@@ -58,6 +58,11 @@ func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt
 	if recovered && inWindow {
 		timeout = min(timeout, until.Sub(now))
 	}
+	if a.LeaseExpiresAt != nil {
+		// The call must end while its lease still keeps others from
+		// sending the same attempt.
+		timeout = min(timeout, a.LeaseExpiresAt.Sub(now))
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	start := time.Now()

@@ -50,6 +50,9 @@ type Config struct {
 	// SettleTimeout bounds one try of the transaction that records a
 	// provider's answer. Default 10 s.
 	SettleTimeout time.Duration
+	// AlertAfter is RECONCILE_ALERT_AFTER: an attempt unresolved for longer
+	// needs a person.
+	AlertAfter time.Duration
 }
 
 // Service runs the money path.
@@ -66,6 +69,7 @@ type Service struct {
 	searchGrace     time.Duration
 	resendMargin    time.Duration
 	settleTimeout   time.Duration
+	alertAfter      time.Duration
 }
 
 // NewService checks its dependencies and applies defaults.
@@ -81,6 +85,7 @@ func NewService(c Config) (*Service, error) {
 		keyRetention:    orDefault(c.KeyRetention, 24*time.Hour),
 		searchGrace:     orDefault(c.SearchGrace, 5*time.Minute),
 		settleTimeout:   orDefault(c.SettleTimeout, 10*time.Second),
+		alertAfter:      orDefault(c.AlertAfter, time.Hour),
 	}
 	s.resendMargin = resendMargin(s.providerTimeout, c.Provider.Retries())
 	if s.log == nil {

@@ -27,12 +27,20 @@ type Store interface {
 	PaymentLiveByOrder(ctx context.Context, accountID, orderID string) (*Payment, error)
 	// PaymentGetAny reads a payment of any account (operations).
 	PaymentGetAny(ctx context.Context, id string) (*Payment, error)
-	PaymentListStuck(ctx context.Context, statuses []Status, updatedBefore time.Time, limit int) ([]*Payment, error)
+	// PaymentListStuck pages payments of any account in the given statuses
+	// by (updated_at, id), flagging those with an attempt unresolved since
+	// before alertBefore.
+	PaymentListStuck(ctx context.Context, q StuckQuery) ([]StuckPayment, error)
 	AttemptListByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
 	AuditListByPayment(ctx context.Context, paymentID string) ([]AuditEntry, error)
-	// AttemptsClaim leases up to limit unresolved attempts not updated since
-	// updatedBefore that nobody holds, for one reconciler.
-	AttemptsClaim(ctx context.Context, updatedBefore, now, leaseUntil time.Time, limit int) ([]*Attempt, error)
+	// AttemptClaimNext leases the unresolved attempt nobody holds that has
+	// been due longest, counts the claim and sets its next reconcile time to
+	// nextDue(the claims so far, this one included); ErrNotFound when none
+	// is due.
+	AttemptClaimNext(ctx context.Context, due Due, now, leaseUntil time.Time, nextDue func(tries int) time.Time) (*Attempt, error)
+	// AttemptsNeedingAttention counts unresolved attempts created before
+	// createdBefore.
+	AttemptsNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error)
 	// AttemptClaim leases one unresolved attempt if nobody holds it.
 	AttemptClaim(ctx context.Context, id string, now, leaseUntil time.Time) (*Attempt, error)
 	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)

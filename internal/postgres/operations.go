@@ -21,17 +21,27 @@ func (s *PaymentStore) PaymentGetAny(ctx context.Context, id string) (*payment.P
 	return paymentFromRow(row)
 }
 
-// PaymentListStuck lists payments of any account in the given statuses.
-func (s *PaymentStore) PaymentListStuck(ctx context.Context, statuses []payment.Status, updatedBefore time.Time, limit int) ([]*payment.Payment, error) {
-	sts := make([]string, len(statuses))
-	for i, st := range statuses {
+// PaymentListStuck pages payments of any account in the given statuses.
+func (s *PaymentStore) PaymentListStuck(ctx context.Context, q payment.StuckQuery) ([]payment.StuckPayment, error) {
+	sts := make([]string, len(q.Statuses))
+	for i, st := range q.Statuses {
 		sts[i] = string(st)
 	}
-	rows, err := s.db.q.PaymentListStuck(ctx, dbsqlc.PaymentListStuckParams{Statuses: sts, UpdatedBefore: updatedBefore, MaxRows: int32(limit)})
+	rows, err := s.db.q.PaymentListStuck(ctx, dbsqlc.PaymentListStuckParams{
+		Statuses: sts, UpdatedBefore: q.UpdatedBefore, AlertBefore: q.AlertBefore,
+		AfterAt: q.After.UpdatedAt, AfterID: q.After.ID, MaxRows: int32(q.Limit)})
 	if err != nil {
 		return nil, translate(err)
 	}
-	return paymentsFromRows(rows)
+	out := make([]payment.StuckPayment, 0, len(rows))
+	for _, r := range rows {
+		p, err := paymentFromRow(r.Payment)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, payment.StuckPayment{Payment: p, NeedsAttention: r.NeedsAttention})
+	}
+	return out, nil
 }
 
 // AttemptListByPayment lists a payment's attempts, oldest first.
@@ -64,11 +74,33 @@ func (s *PaymentStore) AuditListByPayment(ctx context.Context, paymentID string)
 	return out, nil
 }
 
-// AttemptsClaim leases a batch of unresolved attempts for one reconciler.
-func (s *PaymentStore) AttemptsClaim(ctx context.Context, updatedBefore, now, leaseUntil time.Time, limit int) ([]*payment.Attempt, error) {
-	rows, err := s.db.q.AttemptClaimUnresolved(ctx, dbsqlc.AttemptClaimUnresolvedParams{
-		LeaseUntil: &leaseUntil, Now: &now, UpdatedBefore: updatedBefore, MaxRows: int32(limit)})
-	return attemptsFromRows(rows), translate(err)
+// AttemptClaimNext leases the next due unresolved attempt for one
+// reconciler and schedules its next claim, in one transaction.
+func (s *PaymentStore) AttemptClaimNext(ctx context.Context, due payment.Due, now, leaseUntil time.Time, nextDue func(tries int) time.Time) (*payment.Attempt, error) {
+	var a *payment.Attempt
+	err := withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		row, err := q.AttemptLockNextDue(ctx, dbsqlc.AttemptLockNextDueParams{
+			Now: &now, UpdatedBefore: due.UpdatedBefore, DueBefore: &due.Before})
+		if err != nil {
+			return translate(err)
+		}
+		next := nextDue(int(row.ReconcileTries) + 1)
+		row, err = q.AttemptScheduleClaim(ctx, dbsqlc.AttemptScheduleClaimParams{ID: row.ID, LeaseUntil: &leaseUntil, NextReconcileAt: &next})
+		if err != nil {
+			return translate(err)
+		}
+		a = attemptFromRow(row)
+		return nil
+	})
+	return a, err
+}
+
+// AttemptsNeedingAttention counts unresolved attempts created before
+// createdBefore.
+func (s *PaymentStore) AttemptsNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error) {
+	n, err := s.db.q.AttemptCountNeedingAttention(ctx, createdBefore)
+	return int(n), translate(err)
 }
 
 // AttemptClaim leases one unresolved attempt nobody holds.

@@ -240,6 +240,7 @@ func attemptFromRow(r dbsqlc.Attempt) *payment.Attempt {
 		Status: payment.AttemptStatus(r.Status), Request: r.Request,
 		ProviderObjectID: deref(r.ProviderObjectID), LeaseExpiresAt: r.LeaseExpiresAt,
 		FailureCode: deref(r.FailureCode), FailureMessage: deref(r.FailureMessage),
+		ReconcileTries: int(r.ReconcileTries), NextReconcileAt: r.NextReconcileAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/acmepay/payments/internal/payment"
@@ -17,6 +18,9 @@ import (
 type Metrics interface {
 	ReconcileRun(examined, stillUnknown int)
 	ReconcileResolution(status string)
+	// ReconcileNeedsAttention is the number of attempts unresolved for
+	// longer than AlertAfter, after a pass.
+	ReconcileNeedsAttention(n int)
 }
 
 // Config wires a Reconciler.
@@ -26,12 +30,20 @@ type Config struct {
 	Logger   *slog.Logger
 	Metrics  Metrics
 	// After is RECONCILE_AFTER: attempts younger than this are left to the
-	// request that owns them.
+	// request that owns them, and the first pause between two tries (0:
+	// none, every pass tries every unresolved attempt).
 	After time.Duration
+	// MaxBackoff is RECONCILE_MAX_BACKOFF: the longest pause between two
+	// tries of one attempt.
+	MaxBackoff time.Duration
+	// AlertAfter is RECONCILE_ALERT_AFTER: an attempt unresolved for longer
+	// is logged as a warning on every try and counted in the metric.
+	AlertAfter time.Duration
 	// Interval is RECONCILE_INTERVAL.
 	Interval time.Duration
-	// BatchSize bounds one claim; a pass claims until nothing is left.
-	BatchSize int
+	// Jitter returns a number in [0, 1) that spreads retries; math/rand by
+	// default.
+	Jitter func() float64
 }
 
 // Reconciler claims unresolved attempts and resolves them.
@@ -47,13 +59,37 @@ func New(c Config) (*Reconciler, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 50
-	}
 	if c.Interval <= 0 {
 		c.Interval = 30 * time.Second
 	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = time.Hour
+	}
+	if c.AlertAfter <= 0 {
+		c.AlertAfter = time.Hour
+	}
+	if c.Jitter == nil {
+		c.Jitter = rand.Float64
+	}
 	return &Reconciler{cfg: c}, nil
+}
+
+// Backoff is the pause before the next try of an attempt the reconciler
+// has claimed tries times: After doubled on each try, capped at max, with
+// equal jitter (between half and all of it) so that attempts stuck by one
+// outage do not all come due together. jitter is in [0, 1).
+func Backoff(tries int, after, maxBackoff time.Duration, jitter float64) time.Duration {
+	if after <= 0 {
+		return 0 // RECONCILE_AFTER=0: no pause at all
+	}
+	d := maxBackoff
+	if tries < 1 {
+		tries = 1
+	}
+	if shift := tries - 1; shift < 32 && after<<shift > 0 && after<<shift < maxBackoff {
+		d = after << shift
+	}
+	return d/2 + time.Duration(jitter*float64(d/2))
 }
 
 // Summary is what one pass did; `reconcile --once` prints it.
@@ -61,58 +97,72 @@ type Summary struct {
 	Examined     int            `json:"examined"`
 	Resolved     map[string]int `json:"resolved"`
 	StillUnknown int            `json:"still_unknown"`
+	// NeedsAttention is logged and exposed as a metric; the printed
+	// summary keeps the contract's three fields.
+	NeedsAttention int `json:"-"`
 }
 
-// RunOnce makes one pass over every claimable attempt. An attempt is
-// claimed at most once per pass, so one still unknown is not retried in a
-// tight loop: the pass only claims attempts untouched since it began minus
-// After, and examining an attempt touches it. A claimed attempt that is not
-// examined would stay leased, and its client's retry refused as in use,
-// until the lease expired.
+// RunOnce makes one pass over every attempt that is due. It claims one
+// attempt at a time, with a lease that covers that attempt's call only, so
+// a slow provider never lets a lease lapse on work still queued behind it.
+// Each claim sets the attempt's next due time, so an attempt still unknown
+// is tried again only after its backoff, never twice in one pass.
 func (r *Reconciler) RunOnce(ctx context.Context) (Summary, error) {
 	sum := Summary{Resolved: map[string]int{}}
 	seen := map[string]bool{}
-	cutoff := r.cfg.Payments.Now().Add(-r.cfg.After)
-	for {
-		batch, err := r.cfg.Payments.ClaimUnresolved(ctx, cutoff, r.cfg.BatchSize)
+	start := r.cfg.Payments.Now()
+	due := payment.Due{UpdatedBefore: start.Add(-r.cfg.After), Before: start}
+	for ctx.Err() == nil {
+		a, err := r.cfg.Payments.ClaimNext(ctx, due, func(tries int) time.Time {
+			return r.cfg.Payments.Now().Add(Backoff(tries, r.cfg.After, r.cfg.MaxBackoff, r.cfg.Jitter()))
+		})
+		if errors.Is(err, payment.ErrNotFound) {
+			break
+		}
 		if err != nil {
 			return sum, err
 		}
-		fresh := 0
-		for _, a := range batch {
-			if seen[a.ID] {
-				continue
-			}
-			seen[a.ID] = true
-			fresh++
-			sum.Examined++
-			acct, err := r.cfg.Accounts.Payer(ctx, a.AccountID)
-			if err != nil {
-				return sum, err
-			}
-			res, err := r.cfg.Payments.ReconcileAttempt(ctx, acct, a, "reconciler", "")
-			if err != nil {
-				return sum, err
-			}
-			switch {
-			case res.ByOther:
-			case res.Resolved:
-				sum.Resolved[res.Status]++
-				if r.cfg.Metrics != nil {
-					r.cfg.Metrics.ReconcileResolution(res.Status)
-				}
-			default:
-				sum.StillUnknown++
-			}
-			r.cfg.Logger.InfoContext(ctx, "reconciled", slog.String("attempt_id", a.ID),
-				slog.String("operation", string(a.Operation)), slog.Bool("resolved", res.Resolved), slog.String("status", res.Status))
-		}
-		if len(batch) < r.cfg.BatchSize || fresh == 0 {
+		if seen[a.ID] {
 			break
 		}
+		seen[a.ID] = true
+		sum.Examined++
+		acct, err := r.cfg.Accounts.Payer(ctx, a.AccountID)
+		if err != nil {
+			return sum, err
+		}
+		res, err := r.cfg.Payments.ReconcileAttempt(ctx, acct, a, "reconciler", "")
+		if err != nil {
+			return sum, err
+		}
+		switch {
+		case res.ByOther:
+		case res.Resolved:
+			sum.Resolved[res.Status]++
+			if r.cfg.Metrics != nil {
+				r.cfg.Metrics.ReconcileResolution(res.Status)
+			}
+		default:
+			sum.StillUnknown++
+		}
+		log := []slog.Attr{slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID),
+			slog.String("operation", string(a.Operation)), slog.Bool("resolved", res.Resolved), slog.String("status", res.Status),
+			slog.Int("tries", a.ReconcileTries)}
+		if !res.Resolved && !res.ByOther && r.cfg.Payments.Now().Sub(a.CreatedAt) > r.cfg.AlertAfter {
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "attempt needs attention: unresolved past RECONCILE_ALERT_AFTER",
+				append(log, slog.Time("created_at", a.CreatedAt), slog.Any("next_try_at", a.NextReconcileAt))...)
+		} else {
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconciled", log...)
+		}
 	}
+	n, err := r.cfg.Payments.AttemptsNeedingAttention(ctx)
+	if err != nil {
+		return sum, err
+	}
+	sum.NeedsAttention = n
 	if r.cfg.Metrics != nil {
 		r.cfg.Metrics.ReconcileRun(sum.Examined, sum.StillUnknown)
+		r.cfg.Metrics.ReconcileNeedsAttention(n)
 	}
 	return sum, nil
 }
@@ -133,9 +183,10 @@ func (r *Reconciler) Run(ctx context.Context) {
 			r.cfg.Logger.ErrorContext(ctx, "reconcile pass failed", slog.String("error", err.Error()))
 			continue
 		}
-		if sum.Examined > 0 {
+		if sum.Examined > 0 || sum.NeedsAttention > 0 {
 			r.cfg.Logger.InfoContext(ctx, "reconcile pass", slog.Int("examined", sum.Examined),
-				slog.Any("resolved", sum.Resolved), slog.Int("still_unknown", sum.StillUnknown))
+				slog.Any("resolved", sum.Resolved), slog.Int("still_unknown", sum.StillUnknown),
+				slog.Int("needs_attention", sum.NeedsAttention))
 		}
 	}
 }

@@ -19,7 +19,7 @@ WHERE id = (
       AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $3)
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
 `
 
 type AttemptClaimByIDParams struct {
@@ -47,73 +47,23 @@ func (q *Queries) AttemptClaimByID(ctx context.Context, arg AttemptClaimByIDPara
 		&i.UpdatedAt,
 		&i.FailureCode,
 		&i.FailureMessage,
+		&i.ReconcileTries,
+		&i.NextReconcileAt,
 	)
 	return i, err
 }
 
-const attemptClaimUnresolved = `-- name: AttemptClaimUnresolved :many
-UPDATE attempts
-SET lease_expires_at = $1
-WHERE id IN (
-    SELECT id FROM attempts a
-    WHERE a.status IN ('processing', 'unknown')
-      AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $2)
-      AND a.updated_at < $3
-    ORDER BY a.updated_at
-    LIMIT $4
-    FOR UPDATE SKIP LOCKED
-)
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message
+const attemptCountNeedingAttention = `-- name: AttemptCountNeedingAttention :one
+SELECT count(*) FROM attempts
+WHERE status IN ('processing', 'unknown') AND created_at < $1
 `
 
-type AttemptClaimUnresolvedParams struct {
-	LeaseUntil    *time.Time
-	Now           *time.Time
-	UpdatedBefore time.Time
-	MaxRows       int32
-}
-
-// Any number of reconcilers may run: each claims a batch by taking a lease
-// on rows nobody holds, skipping rows another transaction has locked.
-func (q *Queries) AttemptClaimUnresolved(ctx context.Context, arg AttemptClaimUnresolvedParams) ([]Attempt, error) {
-	rows, err := q.db.Query(ctx, attemptClaimUnresolved,
-		arg.LeaseUntil,
-		arg.Now,
-		arg.UpdatedBefore,
-		arg.MaxRows,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Attempt
-	for rows.Next() {
-		var i Attempt
-		if err := rows.Scan(
-			&i.ID,
-			&i.AccountID,
-			&i.PaymentID,
-			&i.OrderID,
-			&i.Operation,
-			&i.Number,
-			&i.ProviderKey,
-			&i.Status,
-			&i.Request,
-			&i.ProviderObjectID,
-			&i.LeaseExpiresAt,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.FailureCode,
-			&i.FailureMessage,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// Unresolved attempts older than the alert age: they need a person.
+func (q *Queries) AttemptCountNeedingAttention(ctx context.Context, createdBefore time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, attemptCountNeedingAttention, createdBefore)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const attemptCountUnresolvedByPaymentOps = `-- name: AttemptCountUnresolvedByPaymentOps :one
@@ -135,7 +85,7 @@ func (q *Queries) AttemptCountUnresolvedByPaymentOps(ctx context.Context, arg At
 }
 
 const attemptGetByID = `-- name: AttemptGetByID :one
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message FROM attempts WHERE id = $1
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts WHERE id = $1
 `
 
 func (q *Queries) AttemptGetByID(ctx context.Context, id string) (Attempt, error) {
@@ -157,6 +107,8 @@ func (q *Queries) AttemptGetByID(ctx context.Context, id string) (Attempt, error
 		&i.UpdatedAt,
 		&i.FailureCode,
 		&i.FailureMessage,
+		&i.ReconcileTries,
+		&i.NextReconcileAt,
 	)
 	return i, err
 }
@@ -166,7 +118,7 @@ INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, p
                       request, lease_expires_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'processing',
         $8, $9, $10, $10)
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
 `
 
 type AttemptInsertParams struct {
@@ -212,12 +164,14 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) (A
 		&i.UpdatedAt,
 		&i.FailureCode,
 		&i.FailureMessage,
+		&i.ReconcileTries,
+		&i.NextReconcileAt,
 	)
 	return i, err
 }
 
 const attemptLatestByPayment = `-- name: AttemptLatestByPayment :one
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message FROM attempts
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts
 WHERE payment_id = $1 AND operation = $2
 ORDER BY number DESC
 LIMIT 1
@@ -247,12 +201,14 @@ func (q *Queries) AttemptLatestByPayment(ctx context.Context, arg AttemptLatestB
 		&i.UpdatedAt,
 		&i.FailureCode,
 		&i.FailureMessage,
+		&i.ReconcileTries,
+		&i.NextReconcileAt,
 	)
 	return i, err
 }
 
 const attemptListByPayment = `-- name: AttemptListByPayment :many
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message FROM attempts WHERE payment_id = $1 ORDER BY created_at, number
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts WHERE payment_id = $1 ORDER BY created_at, number
 `
 
 func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([]Attempt, error) {
@@ -280,6 +236,8 @@ func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([
 			&i.UpdatedAt,
 			&i.FailureCode,
 			&i.FailureMessage,
+			&i.ReconcileTries,
+			&i.NextReconcileAt,
 		); err != nil {
 			return nil, err
 		}
@@ -292,7 +250,7 @@ func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([
 }
 
 const attemptListUnresolvedByPayment = `-- name: AttemptListUnresolvedByPayment :many
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message FROM attempts
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts
 WHERE payment_id = $1 AND status IN ('processing', 'unknown')
 ORDER BY created_at
 `
@@ -322,6 +280,8 @@ func (q *Queries) AttemptListUnresolvedByPayment(ctx context.Context, paymentID 
 			&i.UpdatedAt,
 			&i.FailureCode,
 			&i.FailureMessage,
+			&i.ReconcileTries,
+			&i.NextReconcileAt,
 		); err != nil {
 			return nil, err
 		}
@@ -331,6 +291,54 @@ func (q *Queries) AttemptListUnresolvedByPayment(ctx context.Context, paymentID 
 		return nil, err
 	}
 	return items, nil
+}
+
+const attemptLockNextDue = `-- name: AttemptLockNextDue :one
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts a
+WHERE a.status IN ('processing', 'unknown')
+  AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $1)
+  AND ((a.next_reconcile_at IS NULL AND a.updated_at < $2)
+       OR a.next_reconcile_at < $3)
+ORDER BY COALESCE(a.next_reconcile_at, a.updated_at)
+LIMIT 1
+FOR UPDATE SKIP LOCKED
+`
+
+type AttemptLockNextDueParams struct {
+	Now           *time.Time
+	UpdatedBefore time.Time
+	DueBefore     *time.Time
+}
+
+// Any number of reconcilers may run: each locks the next due attempt that
+// nobody holds, skipping rows another transaction has locked, then leases
+// it and sets its next due time (AttemptScheduleClaim) in the same
+// transaction. Never claimed: due once untouched since updated_before.
+// Claimed before: due when its next time came before the pass began, so a
+// pass never claims an attempt twice.
+func (q *Queries) AttemptLockNextDue(ctx context.Context, arg AttemptLockNextDueParams) (Attempt, error) {
+	row := q.db.QueryRow(ctx, attemptLockNextDue, arg.Now, arg.UpdatedBefore, arg.DueBefore)
+	var i Attempt
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.OrderID,
+		&i.Operation,
+		&i.Number,
+		&i.ProviderKey,
+		&i.Status,
+		&i.Request,
+		&i.ProviderObjectID,
+		&i.LeaseExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.ReconcileTries,
+		&i.NextReconcileAt,
+	)
+	return i, err
 }
 
 const attemptNextNumber = `-- name: AttemptNextNumber :one
@@ -350,6 +358,45 @@ func (q *Queries) AttemptNextNumber(ctx context.Context, arg AttemptNextNumberPa
 	var next int32
 	err := row.Scan(&next)
 	return next, err
+}
+
+const attemptScheduleClaim = `-- name: AttemptScheduleClaim :one
+UPDATE attempts
+SET lease_expires_at = $1, reconcile_tries = reconcile_tries + 1,
+    next_reconcile_at = $2
+WHERE id = $3
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
+`
+
+type AttemptScheduleClaimParams struct {
+	LeaseUntil      *time.Time
+	NextReconcileAt *time.Time
+	ID              string
+}
+
+func (q *Queries) AttemptScheduleClaim(ctx context.Context, arg AttemptScheduleClaimParams) (Attempt, error) {
+	row := q.db.QueryRow(ctx, attemptScheduleClaim, arg.LeaseUntil, arg.NextReconcileAt, arg.ID)
+	var i Attempt
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.OrderID,
+		&i.Operation,
+		&i.Number,
+		&i.ProviderKey,
+		&i.Status,
+		&i.Request,
+		&i.ProviderObjectID,
+		&i.LeaseExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.ReconcileTries,
+		&i.NextReconcileAt,
+	)
+	return i, err
 }
 
 const attemptSetLease = `-- name: AttemptSetLease :exec
@@ -373,7 +420,7 @@ SET status = $1, provider_object_id = COALESCE($2, provider_object_id),
     failure_code = $3, failure_message = $4,
     lease_expires_at = NULL, updated_at = $5
 WHERE id = $6
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
 `
 
 type AttemptUpdateOutcomeParams struct {
@@ -411,6 +458,8 @@ func (q *Queries) AttemptUpdateOutcome(ctx context.Context, arg AttemptUpdateOut
 		&i.UpdatedAt,
 		&i.FailureCode,
 		&i.FailureMessage,
+		&i.ReconcileTries,
+		&i.NextReconcileAt,
 	)
 	return i, err
 }

@@ -40,6 +40,8 @@ type Attempt struct {
 	UpdatedAt        time.Time
 	FailureCode      *string
 	FailureMessage   *string
+	ReconcileTries   int32
+	NextReconcileAt  *time.Time
 }
 
 type AuditLog struct {

@@ -354,49 +354,72 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 }
 
 const paymentListStuck = `-- name: PaymentListStuck :many
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments
-WHERE status = ANY($1::text[]) AND updated_at < $2
-ORDER BY updated_at
-LIMIT $3
+SELECT p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded,
+       EXISTS (SELECT 1 FROM attempts a
+               WHERE a.payment_id = p.id AND a.status IN ('processing', 'unknown')
+                 AND a.created_at < $1)::boolean AS needs_attention
+FROM payments p
+WHERE p.status = ANY($2::text[]) AND p.updated_at < $3
+  AND ($4::text = '' OR (p.updated_at, p.id) > ($5::timestamptz, $4::text))
+ORDER BY p.updated_at, p.id
+LIMIT $6
 `
 
 type PaymentListStuckParams struct {
+	AlertBefore   time.Time
 	Statuses      []string
 	UpdatedBefore time.Time
+	AfterID       string
+	AfterAt       time.Time
 	MaxRows       int32
 }
 
-func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckParams) ([]Payment, error) {
-	rows, err := q.db.Query(ctx, paymentListStuck, arg.Statuses, arg.UpdatedBefore, arg.MaxRows)
+type PaymentListStuckRow struct {
+	Payment        Payment
+	NeedsAttention bool
+}
+
+// Paged by (updated_at, id); needs_attention marks payments with an attempt
+// still unresolved past the alert age.
+func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckParams) ([]PaymentListStuckRow, error) {
+	rows, err := q.db.Query(ctx, paymentListStuck,
+		arg.AlertBefore,
+		arg.Statuses,
+		arg.UpdatedBefore,
+		arg.AfterID,
+		arg.AfterAt,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Payment
+	var items []PaymentListStuckRow
 	for rows.Next() {
-		var i Payment
+		var i PaymentListStuckRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.AccountID,
-			&i.OrderID,
-			&i.Attempt,
-			&i.Amount,
-			&i.Currency,
-			&i.CaptureMethod,
-			&i.PaymentMethod,
-			&i.CustomerID,
-			&i.Description,
-			&i.Metadata,
-			&i.Status,
-			&i.Provider,
-			&i.ProviderPaymentID,
-			&i.AmountCaptured,
-			&i.AmountRefunded,
-			&i.FailureCode,
-			&i.FailureMessage,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.ProviderAmountRefunded,
+			&i.Payment.ID,
+			&i.Payment.AccountID,
+			&i.Payment.OrderID,
+			&i.Payment.Attempt,
+			&i.Payment.Amount,
+			&i.Payment.Currency,
+			&i.Payment.CaptureMethod,
+			&i.Payment.PaymentMethod,
+			&i.Payment.CustomerID,
+			&i.Payment.Description,
+			&i.Payment.Metadata,
+			&i.Payment.Status,
+			&i.Payment.Provider,
+			&i.Payment.ProviderPaymentID,
+			&i.Payment.AmountCaptured,
+			&i.Payment.AmountRefunded,
+			&i.Payment.FailureCode,
+			&i.Payment.FailureMessage,
+			&i.Payment.CreatedAt,
+			&i.Payment.UpdatedAt,
+			&i.Payment.ProviderAmountRefunded,
+			&i.NeedsAttention,
 		); err != nil {
 			return nil, err
 		}

@@ -27,21 +27,33 @@ SET status = @status, provider_object_id = COALESCE(@provider_object_id, provide
 WHERE id = @id
 RETURNING *;
 
--- Any number of reconcilers may run: each claims a batch by taking a lease
--- on rows nobody holds, skipping rows another transaction has locked.
--- name: AttemptClaimUnresolved :many
+-- Any number of reconcilers may run: each locks the next due attempt that
+-- nobody holds, skipping rows another transaction has locked, then leases
+-- it and sets its next due time (AttemptScheduleClaim) in the same
+-- transaction. Never claimed: due once untouched since updated_before.
+-- Claimed before: due when its next time came before the pass began, so a
+-- pass never claims an attempt twice.
+-- name: AttemptLockNextDue :one
+SELECT * FROM attempts a
+WHERE a.status IN ('processing', 'unknown')
+  AND (a.lease_expires_at IS NULL OR a.lease_expires_at < @now)
+  AND ((a.next_reconcile_at IS NULL AND a.updated_at < @updated_before)
+       OR a.next_reconcile_at < @due_before)
+ORDER BY COALESCE(a.next_reconcile_at, a.updated_at)
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: AttemptScheduleClaim :one
 UPDATE attempts
-SET lease_expires_at = @lease_until
-WHERE id IN (
-    SELECT id FROM attempts a
-    WHERE a.status IN ('processing', 'unknown')
-      AND (a.lease_expires_at IS NULL OR a.lease_expires_at < @now)
-      AND a.updated_at < @updated_before
-    ORDER BY a.updated_at
-    LIMIT @max_rows
-    FOR UPDATE SKIP LOCKED
-)
+SET lease_expires_at = @lease_until, reconcile_tries = reconcile_tries + 1,
+    next_reconcile_at = @next_reconcile_at
+WHERE id = @id
 RETURNING *;
+
+-- Unresolved attempts older than the alert age: they need a person.
+-- name: AttemptCountNeedingAttention :one
+SELECT count(*) FROM attempts
+WHERE status IN ('processing', 'unknown') AND created_at < @created_before;
 
 -- name: AttemptClaimByID :one
 UPDATE attempts

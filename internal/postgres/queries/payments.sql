@@ -39,10 +39,17 @@ SELECT status, count(*) AS n FROM payments GROUP BY status;
 -- name: PaymentGetAnyAccount :one
 SELECT * FROM payments WHERE id = @id;
 
+-- Paged by (updated_at, id); needs_attention marks payments with an attempt
+-- still unresolved past the alert age.
 -- name: PaymentListStuck :many
-SELECT * FROM payments
-WHERE status = ANY(@statuses::text[]) AND updated_at < @updated_before
-ORDER BY updated_at
+SELECT sqlc.embed(p),
+       EXISTS (SELECT 1 FROM attempts a
+               WHERE a.payment_id = p.id AND a.status IN ('processing', 'unknown')
+                 AND a.created_at < @alert_before)::boolean AS needs_attention
+FROM payments p
+WHERE p.status = ANY(@statuses::text[]) AND p.updated_at < @updated_before
+  AND (@after_id::text = '' OR (p.updated_at, p.id) > (@after_at::timestamptz, @after_id::text))
+ORDER BY p.updated_at, p.id
 LIMIT @max_rows;
 
 -- name: PaymentGetByProviderID :one
