@@ -127,7 +127,7 @@ func describeStrictError(err error) error {
 		switch {
 		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
 			return fieldError(field, "appears more than once")
-		case strings.Contains(syn.Err.Error(), "UTF-8"):
+		case strings.Contains(syn.Err.Error(), "UTF-8"), strings.Contains(syn.Err.Error(), "surrogate"):
 			return fieldError(field, "must be valid UTF-8")
 		case errors.Is(syn.Err, io.ErrUnexpectedEOF) && syn.ByteOffset == 0:
 			return invalidBody("the body must be a JSON object")
