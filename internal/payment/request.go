@@ -146,4 +146,3 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	}
 	return r, nil
 }
-
