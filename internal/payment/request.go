@@ -133,9 +133,9 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 		case k == "" || utf8.RuneCountInString(k) > MaxMetadataKeyLen:
 			bad("metadata", fmt.Sprintf("keys must be 1 to %d characters", MaxMetadataKeyLen))
 		case v == nil:
-			bad("metadata."+k, "must be a string")
+			bad("metadata."+Excerpt(k), "must be a string")
 		case utf8.RuneCountInString(*v) > MaxMetadataValLen:
-			bad("metadata."+k, fmt.Sprintf("must be at most %d characters", MaxMetadataValLen))
+			bad("metadata."+Excerpt(k), fmt.Sprintf("must be at most %d characters", MaxMetadataValLen))
 		default:
 			r.Metadata[k] = *v
 		}

@@ -58,6 +58,12 @@ func TestExcerpt(t *testing.T) {
 	if got := Excerpt(strings.Repeat("a", 100)); utf8.RuneCountInString(got) != 33 {
 		t.Errorf("Excerpt of 100 characters = %q, want 32 and an ellipsis", got)
 	}
+	// A metadata key is client text: masked in the field it names.
+	_, err := ParseCreateRequest([]byte(`{"order_id":"o","amount":1,"currency":"BRL","payment_method":"pm_card_visa",` +
+		`"metadata":{"k123":"` + strings.Repeat("v", MaxMetadataValLen+1) + `"}}`))
+	if e, ok := err.(*Error); !ok || len(e.Fields) != 1 || e.Fields[0].Field != "metadata.k###" {
+		t.Errorf("long metadata value: %v, want the field metadata.k###", err)
+	}
 }
 
 var longDigits = regexp.MustCompile(`[0-9]{13,}`)
