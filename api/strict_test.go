@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acmepay/payments/internal/apitest"
 	"github.com/acmepay/payments/internal/provider/providersim"
@@ -338,4 +339,24 @@ func TestSmallValidations(t *testing.T) {
 	wantStatus(t, create(e, "k-xof", `{"order_id":"o-xof","amount":2000,"currency":"XOF","payment_method":"pm_card_visa"}`), http.StatusCreated)
 	wantStatus(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/admin/v1/payments/" + unk + "/reconcile",
 		Bearer: apitest.AdminToken, Body: `{"actor":"` + long(100) + `","reason":"` + long(1000) + `"}`}), http.StatusOK)
+}
+
+// TestWebhookHostileText: a signed event whose strings PostgreSQL cannot
+// take is a 400 that stores nothing, not a 500 on every redelivery.
+func TestWebhookHostileText(t *testing.T) {
+	t.Parallel()
+	w := newWebhookEnv(t)
+	id, pi := w.authorized(t, "pedido-whtext")
+	before := takeSnapshot(t, w.Env)
+	for _, payload := range [][]byte{
+		piSucceeded(pi+"\x00", id, "manual"),
+		intentEvent("evt_a\x00b", "payment_intent.succeeded", intentFields{id: pi, status: "succeeded", captureMethod: "manual", paymentID: id, amount: 2000}),
+		intentEvent("evt_other_nul", "customer.created\x00", intentFields{id: pi}),
+		intentEvent("evt_meta", "payment_intent.succeeded", intentFields{id: pi, status: "succeeded", captureMethod: "manual", paymentID: id + "\x00", amount: 2000}),
+	} {
+		r := w.post(w.acctID, payload, signWebhook(payload, w.secret, time.Now()))
+		wantRejected(t, string(payload), r, "")
+	}
+	wantUnchanged(t, w.Env, before)
+	w.wantPaymentStatus(t, id, "authorized")
 }
