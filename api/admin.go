@@ -1,11 +1,11 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/payment"
@@ -25,10 +25,8 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req createAccountRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "the body must be {name, stripe_secret_key, webhook_secret?}"))
+	if err := payment.DecodeStrict(body, &req, "stripe_secret_key", "webhook_secret"); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	a, apiKey, err := s.accounts.Create(r.Context(), req.Name, req.StripeSecretKey, req.WebhookSecret)
@@ -46,19 +44,32 @@ type adminAction struct {
 	Reason string `json:"reason"`
 }
 
+// Limits of the audit fields, in characters.
+const (
+	maxActorLen  = 100
+	maxReasonLen = 1000
+)
+
+// decodeAdminAction runs before anything is reserved or sent to the
+// provider: an actor or reason the audit trail cannot store must never let
+// the reconciler act and then fail to record what it did.
 func decodeAdminAction(body []byte) (adminAction, error) {
 	var a adminAction
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&a)
+	if err := payment.DecodeStrict(body, &a); err != nil {
+		return a, err
+	}
 	var fe []payment.FieldError
-	if strings.TrimSpace(a.Actor) == "" {
-		fe = append(fe, payment.FieldError{Field: "actor", Message: "is required"})
+	check := func(field, v string, max int) {
+		switch {
+		case strings.TrimSpace(v) == "":
+			fe = append(fe, payment.FieldError{Field: field, Message: "is required"})
+		case utf8.RuneCountInString(v) > max:
+			fe = append(fe, payment.FieldError{Field: field, Message: fmt.Sprintf("must be at most %d characters", max)})
+		}
 	}
-	if strings.TrimSpace(a.Reason) == "" {
-		fe = append(fe, payment.FieldError{Field: "reason", Message: "is required"})
-	}
-	if err != nil || len(fe) > 0 {
+	check("actor", a.Actor, maxActorLen)
+	check("reason", a.Reason, maxReasonLen)
+	if len(fe) > 0 {
 		return a, &payment.Error{Code: payment.CodeInvalidRequest, Message: "the body must be {actor, reason}", Fields: fe}
 	}
 	return a, nil

@@ -53,7 +53,7 @@ func New(c Config) (*Server, error) {
 // Handler returns the routes with their middleware stack.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.accessLog, s.recoverPanic)
+	r.Use(s.requestID, s.accessLog, s.recoverPanic, s.rejectBadText)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
 	})

@@ -2,17 +2,17 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // amountBody is the body of capture ({amount?}) and refunds ({amount}).
 type amountBody struct {
-	Amount *json.Number `json:"amount"`
+	Amount jsontext.Value `json:"amount"`
 }
 
 // readOptionalJSON reads a body that may be absent: capture and cancel can
@@ -28,11 +28,8 @@ func readOptionalJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 func decodeAmount(body []byte, required bool) (int64, error) {
 	var b amountBody
 	if len(bytes.TrimSpace(body)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		dec.UseNumber()
-		if err := dec.Decode(&b); err != nil {
-			return 0, &payment.Error{Code: payment.CodeInvalidRequest, Message: "the body must be a JSON object with an optional integer amount"}
+		if err := payment.DecodeStrict(body, &b); err != nil {
+			return 0, err
 		}
 	}
 	if b.Amount == nil {
@@ -42,8 +39,8 @@ func decodeAmount(body []byte, required bool) (int64, error) {
 		}
 		return 0, nil
 	}
-	n, err := b.Amount.Int64()
-	if err != nil || n < 1 || n > payment.MaxAmount {
+	n, ok := payment.ParseAmount(b.Amount)
+	if !ok {
 		return 0, &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields",
 			Fields: []payment.FieldError{{Field: "amount", Message: "must be an integer from 1 to 99999999 (minor units)"}}}
 	}
@@ -90,8 +87,10 @@ func (s *Server) capturePayment(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) cancelPayment(w http.ResponseWriter, r *http.Request) {
 	s.mutation(w, r, true, func(key string, body []byte) (idempotency.Response, error) {
-		if len(bytes.TrimSpace(body)) > 0 && string(bytes.TrimSpace(body)) != "{}" {
-			return idempotency.Response{}, payment.Errorf(payment.CodeInvalidRequest, "cancel takes no fields")
+		if len(bytes.TrimSpace(body)) > 0 {
+			if err := payment.DecodeStrict(body, &struct{}{}); err != nil {
+				return idempotency.Response{}, err
+			}
 		}
 		return s.payments.Cancel(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"))
 	})

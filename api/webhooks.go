@@ -45,6 +45,12 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "the event could not be read"))
 		return
 	}
+	// Signed is not the same as storable: text PostgreSQL cannot take would
+	// fail the delivery with a 500 on every redelivery.
+	if !eventIsText(n) {
+		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "the event holds text that is not valid UTF-8 or has NUL characters"))
+		return
+	}
 	outcome := payment.DeliveryIgnored
 	if n.Kind != provider.EventOther {
 		outcome, err = s.payments.ApplyNotice(r.Context(), acct.Payer(), n)
@@ -59,4 +65,22 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	s.log.InfoContext(r.Context(), "webhook", slog.String("account_id", acct.ID), slog.String("event_id", n.EventID),
 		slog.String("type", n.Type), slog.String("outcome", outcome))
 	writeJSON(w, http.StatusOK, map[string]any{"received": true, "outcome": outcome})
+}
+
+// eventIsText reports whether every string of a verified event that the
+// service stores or compares is text PostgreSQL can take.
+func eventIsText(n provider.Event) bool {
+	texts := []string{n.EventID, n.Type, n.IntentID, n.FailureCode, n.FailureMessage}
+	if in := n.Intent; in != nil {
+		texts = append(texts, in.ID, in.Currency, in.CaptureMethod)
+		for k, v := range in.Metadata {
+			texts = append(texts, k, v)
+		}
+	}
+	for _, t := range texts {
+		if !payment.ValidText(t) {
+			return false
+		}
+	}
+	return true
 }

@@ -107,6 +107,10 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	if strings.TrimSpace(name) == "" || len(name) > 200 {
 		fe = append(fe, payment.FieldError{Field: "name", Message: "is required (at most 200 characters)"})
 	}
+	// The command line reaches here without the API's strict decoder.
+	if !payment.ValidText(name) || payment.ContainsCardNumber(name) {
+		fe = append(fe, payment.FieldError{Field: "name", Message: "must be text without NUL characters or card numbers"})
+	}
 	if !strings.HasPrefix(stripeSecret, "sk_") && !strings.HasPrefix(stripeSecret, "rk_") {
 		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: "must be a Stripe secret key (sk_…)"})
 	}

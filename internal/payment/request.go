@@ -1,23 +1,17 @@
 package payment
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"regexp"
-	"strconv"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 var (
 	orderIDPattern       = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	paymentMethodPattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
 	cardNumberPattern    = regexp.MustCompile(`^[0-9]{13,19}$`)
-	currencyPattern      = regexp.MustCompile(`^[A-Za-z]{3}$`)
 	customerIDPattern    = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
 )
 
@@ -46,7 +40,7 @@ type CreateRequest struct {
 
 type createBody struct {
 	OrderID       *string            `json:"order_id"`
-	Amount        json.RawMessage    `json:"amount"`
+	Amount        jsontext.Value     `json:"amount"`
 	Currency      *string            `json:"currency"`
 	PaymentMethod *string            `json:"payment_method"`
 	CaptureMethod *string            `json:"capture_method"`
@@ -60,7 +54,7 @@ type createBody struct {
 // echoed back.
 func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	var b createBody
-	if err := decodeStrict(body, &b); err != nil {
+	if err := DecodeStrict(body, &b); err != nil {
 		return CreateRequest{}, err
 	}
 	var fe []FieldError
@@ -78,7 +72,7 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 
 	if len(b.Amount) == 0 {
 		bad("amount", "is required")
-	} else if n, ok := parseAmount(b.Amount); !ok {
+	} else if n, ok := ParseAmount(b.Amount); !ok {
 		bad("amount", fmt.Sprintf("must be an integer from 1 to %d (minor units)", MaxAmount))
 	} else {
 		r.Amount = n
@@ -87,10 +81,12 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	switch {
 	case b.Currency == nil:
 		bad("currency", "is required")
-	case !currencyPattern.MatchString(*b.Currency):
-		bad("currency", "must be a three-letter ISO 4217 code")
 	default:
-		r.Currency = strings.ToUpper(*b.Currency)
+		if c, err := ParseCurrency(*b.Currency); err != nil {
+			bad("currency", err.Error())
+		} else {
+			r.Currency = c
+		}
 	}
 
 	switch {
@@ -137,9 +133,9 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 		case k == "" || utf8.RuneCountInString(k) > MaxMetadataKeyLen:
 			bad("metadata", fmt.Sprintf("keys must be 1 to %d characters", MaxMetadataKeyLen))
 		case v == nil:
-			bad("metadata."+k, "must be a string")
+			bad("metadata."+Excerpt(k), "must be a string")
 		case utf8.RuneCountInString(*v) > MaxMetadataValLen:
-			bad("metadata."+k, fmt.Sprintf("must be at most %d characters", MaxMetadataValLen))
+			bad("metadata."+Excerpt(k), fmt.Sprintf("must be at most %d characters", MaxMetadataValLen))
 		default:
 			r.Metadata[k] = *v
 		}
@@ -149,49 +145,4 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 		return CreateRequest{}, &Error{Code: CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
 	}
 	return r, nil
-}
-
-// parseAmount accepts any JSON number encoding an integer (2000, 2e3,
-// 2000.0), never a string.
-func parseAmount(raw json.RawMessage) (int64, bool) {
-	n := string(raw)
-	if v, err := strconv.ParseInt(n, 10, 64); err == nil {
-		return v, v >= 1 && v <= MaxAmount
-	}
-	f, err := strconv.ParseFloat(n, 64)
-	if err != nil || f != math.Trunc(f) || f < 1 || f > MaxAmount {
-		return 0, false
-	}
-	return int64(f), true
-}
-
-// decodeStrict decodes exactly one JSON object, refusing unknown fields.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return &Error{Code: CodeInvalidRequest, Message: describeJSONError(err)}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &Error{Code: CodeInvalidRequest, Message: "the body must be a single JSON object"}
-	}
-	return nil
-}
-
-// describeJSONError explains a decoding error without quoting the input.
-func describeJSONError(err error) string {
-	var ute *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &ute):
-		return fmt.Sprintf("field %q has the wrong type", ute.Field)
-	case errors.As(err, &se):
-		return "the body is not valid JSON"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the body must be a JSON object"
-	}
-	return "the body is not a valid request"
 }
