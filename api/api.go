@@ -7,11 +7,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -53,37 +55,47 @@ func New(c Config) (*Server, error) {
 // Handler returns the routes with their middleware stack.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.accessLog, s.recoverPanic)
+	// GetHead answers HEAD on every GET route as GET would, without the
+	// body (net/http drops it and keeps the Content-Length).
+	r.Use(s.requestID, s.accessLog, s.recoverPanic, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, payment.Errorf(codeMethodNotAllowed, "method not allowed on this resource"))
+	var methods []string // filled in once every route is registered
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		path := req.URL.RawPath
+		if path == "" {
+			path = req.URL.Path
+		}
+		w.Header().Set("Allow", strings.Join(allowedMethods(r, methods, path), ", "))
+		s.writeError(w, req, payment.Errorf(codeMethodNotAllowed, "method not allowed on this resource"))
 	})
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{}))
 
+	// Every POST takes a body; identityBody refuses it compressed.
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
-		r.Post("/payments", s.createPayment)
+		r.With(s.identityBody).Post("/payments", s.createPayment)
 		r.Get("/payments", s.listPayments)
 		r.Get("/payments/{id}", s.getPayment)
-		r.Post("/payments/{id}/capture", s.capturePayment)
-		r.Post("/payments/{id}/cancel", s.cancelPayment)
-		r.Post("/payments/{id}/refunds", s.createRefund)
+		r.With(s.identityBody).Post("/payments/{id}/capture", s.capturePayment)
+		r.With(s.identityBody).Post("/payments/{id}/cancel", s.cancelPayment)
+		r.With(s.identityBody).Post("/payments/{id}/refunds", s.createRefund)
 		r.Get("/events", s.listEvents)
 	})
-	r.Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
+	r.With(s.identityBody).Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.adminOnly)
-		r.Post("/accounts", s.createAccount)
+		r.With(s.identityBody).Post("/accounts", s.createAccount)
 		r.Get("/payments", s.adminListPayments)
 		r.Get("/payments/{id}", s.adminGetPayment)
-		r.Post("/payments/{id}/reconcile", s.adminReconcile)
-		r.Post("/payments/{id}/replay", s.adminReplay)
+		r.With(s.identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
+		r.With(s.identityBody).Post("/payments/{id}/replay", s.adminReplay)
 	})
+	methods = routedMethods(r)
 	return r
 }
 
