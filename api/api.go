@@ -67,7 +67,13 @@ func (s *Server) Handler() http.Handler {
 		if path == "" {
 			path = req.URL.Path
 		}
-		w.Header().Set("Allow", strings.Join(allowedMethods(r, methods, path), ", "))
+		allowed := allowedMethods(r, methods, path)
+		if len(allowed) == 0 {
+			// chi answers an unknown method before it looks at the path.
+			s.writeError(w, req, payment.Errorf(payment.CodeNotFound, "no such resource"))
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		s.writeError(w, req, payment.Errorf(codeMethodNotAllowed, "method not allowed on this resource"))
 	})
 
