@@ -55,9 +55,7 @@ func New(c Config) (*Server, error) {
 // Handler returns the routes with their middleware stack.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	// GetHead answers HEAD on every GET route as GET would, without the
-	// body (net/http drops it and keeps the Content-Length).
-	r.Use(s.requestID, s.accessLog, s.recoverPanic, middleware.GetHead)
+	r.Use(s.requestID, s.accessLog, s.recoverPanic)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
 	})
@@ -76,6 +74,10 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		s.writeError(w, req, payment.Errorf(codeMethodNotAllowed, "method not allowed on this resource"))
 	})
+
+	// GetHead answers HEAD on every GET route as GET would, without the
+	// body (net/http drops it and keeps the Content-Length).
+	r.Use(middleware.GetHead)
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
