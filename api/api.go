@@ -7,11 +7,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -57,33 +59,51 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, payment.Errorf(codeMethodNotAllowed, "method not allowed on this resource"))
+	var methods []string // filled in once every route is registered
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		path := req.URL.RawPath
+		if path == "" {
+			path = req.URL.Path
+		}
+		allowed := allowedMethods(r, methods, path)
+		if len(allowed) == 0 {
+			// chi answers an unknown method before it looks at the path.
+			s.writeError(w, req, payment.Errorf(payment.CodeNotFound, "no such resource"))
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeError(w, req, payment.Errorf(codeMethodNotAllowed, "method not allowed on this resource"))
 	})
+
+	// GetHead answers HEAD on every GET route as GET would, without the
+	// body (net/http drops it and keeps the Content-Length).
+	r.Use(middleware.GetHead)
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{}))
 
+	// Every POST takes a body; identityBody refuses it compressed.
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
-		r.Post("/payments", s.createPayment)
+		r.With(s.identityBody).Post("/payments", s.createPayment)
 		r.Get("/payments", s.listPayments)
 		r.Get("/payments/{id}", s.getPayment)
-		r.Post("/payments/{id}/capture", s.capturePayment)
-		r.Post("/payments/{id}/cancel", s.cancelPayment)
-		r.Post("/payments/{id}/refunds", s.createRefund)
+		r.With(s.identityBody).Post("/payments/{id}/capture", s.capturePayment)
+		r.With(s.identityBody).Post("/payments/{id}/cancel", s.cancelPayment)
+		r.With(s.identityBody).Post("/payments/{id}/refunds", s.createRefund)
 		r.Get("/events", s.listEvents)
 	})
-	r.Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
+	r.With(s.identityBody).Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.adminOnly)
-		r.Post("/accounts", s.createAccount)
+		r.With(s.identityBody).Post("/accounts", s.createAccount)
 		r.Get("/payments", s.adminListPayments)
 		r.Get("/payments/{id}", s.adminGetPayment)
-		r.Post("/payments/{id}/reconcile", s.adminReconcile)
-		r.Post("/payments/{id}/replay", s.adminReplay)
+		r.With(s.identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
+		r.With(s.identityBody).Post("/payments/{id}/replay", s.adminReplay)
 	})
+	methods = routedMethods(r)
 	return r
 }
 

@@ -57,24 +57,35 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // accessLog writes one line per request and counts it. It logs the route
-// pattern, never the URL's query or any header value.
+// pattern, never the URL's query or any header value. Every label comes from
+// a fixed set: the route patterns, "unmatched", the methods of methodLabels
+// and "other", and the statuses the handlers write (499 for a client that
+// went away).
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
+		route := routeUnmatched
+		// A pattern ending in /* is a mount whose routes all missed.
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			if p := rc.RoutePattern(); p != "" && !strings.HasSuffix(p, "/*") {
+				route = p
+			}
 		}
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
+		status, msg := rec.status, "request"
+		if clientGone(r) {
+			status, msg = statusClientClosed, "client disconnected"
+		}
 		d := time.Since(start)
-		s.metrics.Request(route, r.Method, rec.status, d)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", r.Method), slog.String("route", route),
-			slog.Int("status", rec.status), slog.Float64("duration_ms", float64(d.Microseconds())/1000))
+		method := methodLabel(r.Method)
+		s.metrics.Request(route, method, status, d)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, msg,
+			slog.String("method", method), slog.String("route", route),
+			slog.Int("status", status), slog.Float64("duration_ms", float64(d.Microseconds())/1000))
 	})
 }
 

@@ -42,7 +42,11 @@ func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // idempotencyKey parses the header and puts its hash on the request's logs.
 func idempotencyKey(r *http.Request) (string, error) {
-	key, err := idempotency.ParseKey(r.Header.Get("Idempotency-Key"))
+	h, ok := singleHeader(r.Header, "Idempotency-Key")
+	if !ok {
+		return "", payment.Errorf(payment.CodeIdempotencyKeyInvalid, "send one Idempotency-Key header, not several")
+	}
+	key, err := idempotency.ParseKey(h)
 	switch {
 	case errors.Is(err, idempotency.ErrKeyMissing):
 		return "", payment.Errorf(payment.CodeIdempotencyKeyMissing, "this request needs an Idempotency-Key header")

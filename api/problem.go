@@ -55,6 +55,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *payment.Error
 	switch {
 	case errors.As(err, &e):
+	case clientGone(r):
+		// What failed is most likely the work the client abandoned; nobody
+		// reads this answer, and the access log counts it as a disconnect.
+		s.log.DebugContext(r.Context(), "request abandoned by the client", slog.String("error", err.Error()))
+		e = payment.Errorf(payment.CodeInternal, "the client went away")
 	case errors.Is(err, postgres.ErrUnavailable):
 		s.log.ErrorContext(r.Context(), "database unavailable", slog.String("error", err.Error()))
 		e = payment.Errorf(payment.CodeUnavailable, "the service is temporarily unavailable; retry with the same Idempotency-Key")

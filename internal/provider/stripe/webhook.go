@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	stripego "github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
@@ -36,6 +39,17 @@ func ParseEvent(payload []byte, signature, secret string) (provider.Event, error
 		}
 		return provider.Event{}, fmt.Errorf("stripe: event: %w", err)
 	}
+	// stripe-go refuses a signature older than its tolerance but not one
+	// dated in the future: a captured delivery re-signed ahead would stay
+	// replayable for as long as it is ahead.
+	if at, ok := signedAt(signature); ok && time.Until(at) > webhook.DefaultTolerance {
+		return provider.Event{}, fmt.Errorf("%w: signed %s in the future", provider.ErrSignature, time.Until(at).Round(time.Second))
+	}
+	// Deliveries are deduplicated by event id: an event without one could
+	// never be recognized when it comes again.
+	if ev.ID == "" {
+		return provider.Event{}, errors.New("stripe: event without an id")
+	}
 	n := provider.Event{EventID: ev.ID, Type: string(ev.Type), Kind: provider.EventOther}
 	kind, ok := eventKinds[n.Type]
 	if !ok || ev.Data == nil {
@@ -66,4 +80,23 @@ func ParseEvent(payload []byte, signature, secret string) (provider.Event, error
 		}
 	}
 	return n, nil
+}
+
+// signedAt reads the t= timestamp of a Stripe-Signature header the way
+// stripe-go does (the last t= wins).
+func signedAt(header string) (time.Time, bool) {
+	var at time.Time
+	var found bool
+	for pair := range strings.SplitSeq(header, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok || k != "t" {
+			continue
+		}
+		sec, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return time.Time{}, false
+		}
+		at, found = time.Unix(sec, 0), true
+	}
+	return at, found
 }
