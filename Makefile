@@ -22,18 +22,38 @@ test: ## run every test against a real PostgreSQL (started privately if 5432 is 
 	@scripts/test.sh
 
 .PHONY: generate
-generate: ## regenerate sqlc code
+generate: ## regenerate sqlc code and the Go API client (api/client)
 	$(GO) tool sqlc generate
+	$(GO) generate ./api/client/
+
+# vacuum sits in its own module (tools/vacuum) so that its dependencies
+# stay out of the service's go.mod.
+VACUUM := $(GO) tool -modfile=tools/vacuum/go.mod vacuum
+
+.PHONY: lint-openapi
+lint-openapi: ## lint openapi.yaml (Spectral oas + Redocly recommended rules, openapi.ruleset.yaml)
+	$(VACUUM) lint --no-update-check --no-banner --no-style --details --all-results --no-clip \
+		--fail-severity warn --ruleset openapi.ruleset.yaml openapi.yaml
+
+.PHONY: client-diff
+client-diff: ## fail if api/client is not what openapi.yaml generates
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		(cd api/client && $(GO) tool oapi-codegen -config oapi-codegen.yaml -o "$$tmp/client.gen.go" ../../openapi.yaml) && \
+		diff -u api/client/client.gen.go "$$tmp/client.gen.go" || \
+		{ echo "api/client is stale: run make generate"; exit 1; }
 
 .PHONY: verify
-verify: ## generated code current, gofmt, go vet, staticcheck, go.mod tidy
+verify: ## generated code current, OpenAPI lint, gofmt, go vet, staticcheck, go.mod tidy
 	$(GO) tool sqlc diff
+	@$(MAKE) --no-print-directory client-diff
+	@$(MAKE) --no-print-directory lint-openapi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
 	$(GO) tool staticcheck ./...
 	$(GO) mod tidy -diff
+	cd tools/vacuum && $(GO) mod tidy -diff
 
 .PHONY: bench
 bench: ## the money path's Go benchmarks, then the load generator on the real binaries (docs/BENCHMARKS.md; BENCHFLAGS=-short)
