@@ -367,3 +367,37 @@ func (b *SyncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// HTTPClient is an HTTP client for generated API clients: every response it
+// returns is validated against openapi.yaml, as Do validates its own.
+func (e *Env) HTTPClient() *http.Client {
+	return &http.Client{Transport: validatingTransport{e: e}}
+}
+
+type validatingTransport struct{ e *Env }
+
+func (v validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	hr, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(hr.Body)
+	hr.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	hr.Body = io.NopCloser(bytes.NewReader(b))
+	v.e.validate(req, string(body), &Response{Status: hr.StatusCode, Header: hr.Header, Body: b})
+	return hr, nil
+}
