@@ -3,11 +3,14 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/acmepay/payments/api/client"
 	"github.com/acmepay/payments/internal/apitest"
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // newClient is the client generated from openapi.yaml, authenticated with
@@ -137,5 +140,40 @@ func TestOperationsEndpointsRefuseBadQuery(t *testing.T) {
 		if code := r.Code(t); code != "invalid_request" {
 			t.Fatalf("GET %s with a NUL in the query: code %q, want invalid_request", path, code)
 		}
+	}
+}
+
+// TestStuckPaymentSchemaMatchesPayment: StuckPayment repeats Payment's
+// fields (a generator cannot follow a $ref into another schema's
+// properties, and Payment forbids extra fields, so allOf cannot add
+// needs_attention); the copies must not drift apart.
+func TestStuckPaymentSchemaMatchesPayment(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromFile("../openapi.yaml")
+	if err != nil {
+		t.Fatalf("load openapi.yaml: %v", err)
+	}
+	payment := doc.Components.Schemas["Payment"].Value
+	stuck := doc.Components.Schemas["StuckPayment"].Value
+	for name, want := range payment.Properties {
+		got, ok := stuck.Properties[name]
+		if !ok {
+			t.Errorf("StuckPayment lacks Payment's %q", name)
+			continue
+		}
+		w, _ := json.Marshal(want)
+		g, _ := json.Marshal(got)
+		if !bytes.Equal(w, g) {
+			t.Errorf("StuckPayment.%s = %s, Payment.%s = %s", name, g, name, w)
+		}
+	}
+	if len(stuck.Properties) != len(payment.Properties)+1 || stuck.Properties["needs_attention"] == nil {
+		t.Errorf("StuckPayment has %d properties, want Payment's %d and needs_attention", len(stuck.Properties), len(payment.Properties))
+	}
+	want := append(slices.Clone(payment.Required), "needs_attention")
+	got := slices.Clone(stuck.Required)
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("StuckPayment requires %v, want %v", got, want)
 	}
 }
