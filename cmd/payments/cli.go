@@ -211,7 +211,10 @@ func withoutSettings(ctx context.Context, args []string, getenv func(string) str
 	case "healthcheck":
 		return true, healthcheck(ctx, args[1:], getenv, stdout)
 	case "serve", "migrate":
-		return true, noArguments(args[0], args[1:])
+		if err := noArguments(args[0], args[1:]); err != nil {
+			return true, err
+		}
+		return false, nil
 	case "reconcile", "accounts":
 		return false, nil
 	}
