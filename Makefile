@@ -13,6 +13,10 @@ help: ## list the targets
 run: ## run the service locally: private PostgreSQL, provider simulator, demo account
 	@scripts/run.sh
 
+.PHONY: stop
+stop: ## stop what `make run` started: the service, the simulator, the private PostgreSQL
+	@scripts/stop.sh
+
 .PHONY: demo
 demo: ## against a running `make run`: lost response, 202, retry, webhook, events feed
 	@scripts/demo.sh
