@@ -8,13 +8,6 @@ cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
 API="http://${HTTP_ADDR:-127.0.0.1:8080}"
 SIM="${STRIPE_API_BASE:-http://127.0.0.1:12111}"
-[ -s "$DATA/demo-account.json" ] || { echo "start the service first: make run" >&2; exit 1; }
-ACCOUNT_ID="$(sed -E 's/.*"id":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
-API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
-WHSEC="$(cat "$DATA/webhook.secret")"
-ORDER="demo-$(date +%s)"
-KEY="$(cat /proc/sys/kernel/random/uuid)"
-BODY="{\"order_id\":\"$ORDER\",\"amount\":2000,\"currency\":\"BRL\",\"payment_method\":\"pm_card_visa\",\"capture_method\":\"manual\"}"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 # curl, with one clear line instead of curl's own error when the service or
 # the simulator does not answer.
@@ -30,6 +23,13 @@ for pair in "service|$API/healthz" "simulator|$SIM/_sim/stats"; do
     exit 1
   }
 done
+[ -s "$DATA/demo-account.json" ] || { echo "demo: no demo account in $DATA: start the service with make run first" >&2; exit 1; }
+ACCOUNT_ID="$(sed -E 's/.*"id":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
+API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
+WHSEC="$(cat "$DATA/webhook.secret")"
+ORDER="demo-$(date +%s%N)"
+KEY="$(cat /proc/sys/kernel/random/uuid)"
+BODY="{\"order_id\":\"$ORDER\",\"amount\":2000,\"currency\":\"BRL\",\"payment_method\":\"pm_card_visa\",\"capture_method\":\"manual\"}"
 create() {
   curl -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
     -H "Idempotency-Key: $KEY" -d "$BODY" -w '\nHTTP %{http_code}\n'
