@@ -75,15 +75,16 @@ ready() {
 	timeout 2 bash -c "exec 3<>/dev/tcp/$host/$port" >/dev/null 2>&1
 }
 
-# as_owner CMD...: run a command as the cluster owner (postgres when root).
+# as_owner CMD...: run a command as the cluster owner (postgres when root),
+# from / since postgres may not be able to enter the current folder.
 as_owner() {
 	if is_root; then
 		if command -v runuser >/dev/null 2>&1; then
-			runuser -u postgres -- "$@"
+			(cd / && runuser -u postgres -- "$@")
 		else
 			local cmd="" a
 			for a in "$@"; do cmd+="$(printf '%q ' "$a")"; done
-			su postgres -s /bin/sh -c "$cmd"
+			(cd / && su postgres -s /bin/sh -c "$cmd")
 		fi
 	else
 		"$@"
