@@ -83,6 +83,18 @@ func TestHelp(t *testing.T) {
 		})
 	}
 
+	t.Run("MistakesExitTwoAndNameTheFlag", func(t *testing.T) {
+		t.Parallel()
+		code, stdout, stderr := runBinary(t, bin, nil, "accounts", "create", "--name", "Loja")
+		if code != 2 || stdout != "" || stderr != "payments: accounts create: missing --stripe-key (usage: payments accounts create --name N --stripe-key K [--webhook-secret S])\n" {
+			t.Fatalf("exit %d\nstdout: %q\nstderr: %q", code, stdout, stderr)
+		}
+		// A command that could not run is not a usage mistake.
+		if code, _, stderr := runBinary(t, bin, nil, "migrate"); code != 1 || !strings.Contains(stderr, "DATABASE_URL is required") {
+			t.Fatalf("migrate with no settings: exit %d, %q", code, stderr)
+		}
+	})
+
 	t.Run("EachCommandHasItsOwnUsage", func(t *testing.T) {
 		t.Parallel()
 		_, top, _ := runBinary(t, bin, nil, "--help")
