@@ -13,6 +13,10 @@ help: ## list the targets
 run: ## run the service locally: private PostgreSQL, provider simulator, demo account
 	@scripts/run.sh
 
+.PHONY: stop
+stop: ## stop what `make run` started: the service, the simulator, the private PostgreSQL
+	@scripts/stop.sh
+
 .PHONY: demo
 demo: ## against a running `make run`: lost response, 202, retry, webhook, events feed
 	@scripts/demo.sh
@@ -26,7 +30,7 @@ generate: ## regenerate sqlc code
 	$(GO) tool sqlc generate
 
 .PHONY: verify
-verify: ## generated code current, gofmt, go vet, staticcheck, go.mod tidy
+verify: ## generated code current, gofmt, go vet, staticcheck, go.mod tidy, Dockerfile and script checks
 	$(GO) tool sqlc diff
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -34,6 +38,7 @@ verify: ## generated code current, gofmt, go vet, staticcheck, go.mod tidy
 	$(GO) vet -tags failpoints ./...
 	$(GO) tool staticcheck ./...
 	$(GO) mod tidy -diff
+	@scripts/check-dockerfile.sh
 
 .PHONY: bench
 bench: ## the money path's Go benchmarks, then the load generator on the real binaries (docs/BENCHMARKS.md; BENCHFLAGS=-short)

@@ -98,6 +98,7 @@ func start(t *testing.T, e *apitest.Env, bin string, extraEnv ...string) *proc {
 		}
 		select {
 		case err := <-p.done:
+			p.done <- err // for the cleanup's wait
 			t.Fatalf("payments exited before listening: %v\n%s", err, p.stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}

@@ -48,6 +48,11 @@ type Row struct {
 	StripeSecretHMAC []byte
 	WebhookSecretEnc []byte
 	CreatedAt        time.Time
+	// The key replaced by the last rotation, accepted until
+	// PreviousAPIKeyExpiresAt; nil when there is none.
+	PreviousAPIKeyHash      []byte
+	PreviousAPIKeyExpiresAt time.Time
+	APIKeyRotatedAt         time.Time
 }
 
 // Store persists accounts.
@@ -55,6 +60,10 @@ type Store interface {
 	AccountInsert(ctx context.Context, r Row) error
 	AccountByAPIKeyHash(ctx context.Context, hash []byte) (Row, error)
 	AccountByID(ctx context.Context, id string) (Row, error)
+	AccountList(ctx context.Context) ([]Row, error)
+	// AccountRotateAPIKey makes newHash the current key and the current
+	// one the previous key, accepted until previousExpiresAt.
+	AccountRotateAPIKey(ctx context.Context, id string, newHash []byte, previousExpiresAt, rotatedAt time.Time) (Row, error)
 }
 
 // Service creates and authenticates accounts.
@@ -64,7 +73,8 @@ type Service struct {
 	mac   []byte
 	now   func() time.Time
 	// keys caches authenticated API keys by hash for cacheTTL: every
-	// request authenticates, and accounts are never changed in place.
+	// request authenticates, and an account's secrets never change in
+	// place (a rotated key's grace is far longer than the cache).
 	keys sync.Map // string(hash) → cachedAccount
 }
 
@@ -140,18 +150,85 @@ func (s *Service) Authenticate(ctx context.Context, apiKey string) (Account, err
 		return Account{}, payment.ErrNotFound
 	}
 	hash := HashAPIKey(apiKey)
-	if c, ok := s.keys.Load(string(hash)); ok && time.Now().Before(c.(cachedAccount).until) {
+	now := s.now()
+	if c, ok := s.keys.Load(string(hash)); ok && now.Before(c.(cachedAccount).until) {
 		return c.(cachedAccount).account, nil
 	}
 	row, err := s.store.AccountByAPIKeyHash(ctx, hash)
 	if err != nil {
 		return Account{}, err
 	}
+	until := now.Add(cacheTTL)
+	if !hmac.Equal(row.APIKeyHash, hash) {
+		// The previous key of a rotation: valid only in its grace period,
+		// and never cached past it.
+		if !now.Before(row.PreviousAPIKeyExpiresAt) {
+			return Account{}, payment.ErrNotFound
+		}
+		if row.PreviousAPIKeyExpiresAt.Before(until) {
+			until = row.PreviousAPIKeyExpiresAt
+		}
+	}
 	a, err := s.open(row)
 	if err == nil {
-		s.keys.Store(string(hash), cachedAccount{account: a, until: time.Now().Add(cacheTTL)})
+		s.keys.Store(string(hash), cachedAccount{account: a, until: until})
 	}
 	return a, err
+}
+
+// DefaultRotationGrace is how long a replaced API key stays valid unless
+// the operator chooses otherwise: a day, time to roll the new key out.
+const DefaultRotationGrace = 24 * time.Hour
+
+// RotateAPIKey gives an account a new API key, shown only now. The old key
+// stays valid for grace (zero ends it at once, except in the up to 30 s an
+// instance trusts a key it has just checked); a key replaced earlier stops
+// at once.
+func (s *Service) RotateAPIKey(ctx context.Context, id string, grace time.Duration) (apiKey string, oldValidUntil time.Time, err error) {
+	if grace < 0 {
+		return "", time.Time{}, payment.Errorf(payment.CodeInvalidRequest, "the grace period must not be negative")
+	}
+	apiKey = "psk_" + randomToken(32)
+	now := s.now().UTC().Truncate(time.Microsecond)
+	row, err := s.store.AccountRotateAPIKey(ctx, id, HashAPIKey(apiKey), now.Add(grace), now)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return apiKey, row.PreviousAPIKeyExpiresAt, nil
+}
+
+// Summary is an account without its secrets, for listings.
+type Summary struct {
+	ID                string     `json:"id"`
+	Name              string     `json:"name"`
+	CreatedAt         time.Time  `json:"created_at"`
+	HasWebhookSecret  bool       `json:"has_webhook_secret"`
+	APIKeyRotatedAt   *time.Time `json:"api_key_rotated_at,omitempty"`
+	PreviousKeyExpiry *time.Time `json:"previous_api_key_valid_until,omitempty"`
+}
+
+// List returns every account, oldest first, without secrets: it decrypts
+// nothing. A previous key whose grace has ended is not shown.
+func (s *Service) List(ctx context.Context) ([]Summary, error) {
+	rows, err := s.store.AccountList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := make([]Summary, 0, len(rows))
+	for _, r := range rows {
+		sum := Summary{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), HasWebhookSecret: r.WebhookSecretEnc != nil}
+		if !r.APIKeyRotatedAt.IsZero() {
+			t := r.APIKeyRotatedAt.UTC()
+			sum.APIKeyRotatedAt = &t
+		}
+		if r.PreviousAPIKeyHash != nil && now.Before(r.PreviousAPIKeyExpiresAt) {
+			t := r.PreviousAPIKeyExpiresAt.UTC()
+			sum.PreviousKeyExpiry = &t
+		}
+		out = append(out, sum)
+	}
+	return out, nil
 }
 
 // Get returns an account by id.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/postgres/dbsqlc"
@@ -36,7 +37,37 @@ func (s *AccountStore) AccountByID(ctx context.Context, id string) (account.Row,
 	return accountFromRow(r), translate(err)
 }
 
+// AccountList returns every account, oldest first.
+func (s *AccountStore) AccountList(ctx context.Context) ([]account.Row, error) {
+	rs, err := s.db.q.AccountList(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]account.Row, len(rs))
+	for i, r := range rs {
+		out[i] = accountFromRow(r)
+	}
+	return out, nil
+}
+
+// AccountRotateAPIKey replaces an account's API key, keeping the current
+// one as the previous key until previousExpiresAt.
+func (s *AccountStore) AccountRotateAPIKey(ctx context.Context, id string, newHash []byte, previousExpiresAt, rotatedAt time.Time) (account.Row, error) {
+	r, err := s.db.q.AccountRotateAPIKey(ctx, dbsqlc.AccountRotateAPIKeyParams{
+		ID: id, ApiKeyHash: newHash, PreviousExpiresAt: &previousExpiresAt, RotatedAt: &rotatedAt,
+	})
+	return accountFromRow(r), translate(err)
+}
+
 func accountFromRow(r dbsqlc.Account) account.Row {
-	return account.Row{ID: r.ID, Name: r.Name, APIKeyHash: r.ApiKeyHash, StripeSecretEnc: r.StripeSecretEnc,
-		StripeSecretHMAC: r.StripeSecretHmac, WebhookSecretEnc: r.WebhookSecretEnc, CreatedAt: r.CreatedAt}
+	row := account.Row{ID: r.ID, Name: r.Name, APIKeyHash: r.ApiKeyHash, StripeSecretEnc: r.StripeSecretEnc,
+		StripeSecretHMAC: r.StripeSecretHmac, WebhookSecretEnc: r.WebhookSecretEnc, CreatedAt: r.CreatedAt,
+		PreviousAPIKeyHash: r.PreviousApiKeyHash}
+	if r.PreviousApiKeyExpiresAt != nil {
+		row.PreviousAPIKeyExpiresAt = *r.PreviousApiKeyExpiresAt
+	}
+	if r.ApiKeyRotatedAt != nil {
+		row.APIKeyRotatedAt = *r.ApiKeyRotatedAt
+	}
+	return row
 }

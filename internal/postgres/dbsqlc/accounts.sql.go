@@ -11,9 +11,11 @@ import (
 )
 
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq FROM accounts WHERE api_key_hash = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
 `
 
+// The current key, or the previous one of a rotation; the caller checks
+// the previous key's expiry against its own clock.
 func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte) (Account, error) {
 	row := q.db.QueryRow(ctx, accountGetByAPIKeyHash, apiKeyHash)
 	var i Account
@@ -26,12 +28,15 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -46,6 +51,9 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
 	)
 	return i, err
 }
@@ -53,7 +61,7 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at
 `
 
 type AccountInsertParams struct {
@@ -86,6 +94,88 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
+	)
+	return i, err
+}
+
+const accountList = `-- name: AccountList :many
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts ORDER BY created_at, id
+`
+
+func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
+	rows, err := q.db.Query(ctx, accountList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Account
+	for rows.Next() {
+		var i Account
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.ApiKeyHash,
+			&i.StripeSecretEnc,
+			&i.StripeSecretHmac,
+			&i.WebhookSecretEnc,
+			&i.CreatedAt,
+			&i.EventsReadSeq,
+			&i.PreviousApiKeyHash,
+			&i.PreviousApiKeyExpiresAt,
+			&i.ApiKeyRotatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const accountRotateAPIKey = `-- name: AccountRotateAPIKey :one
+UPDATE accounts
+SET previous_api_key_hash       = api_key_hash,
+    previous_api_key_expires_at = $1,
+    api_key_hash                = $2,
+    api_key_rotated_at          = $3
+WHERE id = $4
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at
+`
+
+type AccountRotateAPIKeyParams struct {
+	PreviousExpiresAt *time.Time
+	ApiKeyHash        []byte
+	RotatedAt         *time.Time
+	ID                string
+}
+
+// The current key becomes the previous one, valid until
+// @previous_expires_at; an earlier previous key stops at once.
+func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIKeyParams) (Account, error) {
+	row := q.db.QueryRow(ctx, accountRotateAPIKey,
+		arg.PreviousExpiresAt,
+		arg.ApiKeyHash,
+		arg.RotatedAt,
+		arg.ID,
+	)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ApiKeyHash,
+		&i.StripeSecretEnc,
+		&i.StripeSecretHmac,
+		&i.WebhookSecretEnc,
+		&i.CreatedAt,
+		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
 	)
 	return i, err
 }

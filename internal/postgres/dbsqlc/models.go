@@ -9,14 +9,17 @@ import (
 )
 
 type Account struct {
-	ID               string
-	Name             string
-	ApiKeyHash       []byte
-	StripeSecretEnc  []byte
-	StripeSecretHmac []byte
-	WebhookSecretEnc []byte
-	CreatedAt        time.Time
-	EventsReadSeq    int64
+	ID                      string
+	Name                    string
+	ApiKeyHash              []byte
+	StripeSecretEnc         []byte
+	StripeSecretHmac        []byte
+	WebhookSecretEnc        []byte
+	CreatedAt               time.Time
+	EventsReadSeq           int64
+	PreviousApiKeyHash      []byte
+	PreviousApiKeyExpiresAt *time.Time
+	ApiKeyRotatedAt         *time.Time
 }
 
 type AccountEventSeq struct {
