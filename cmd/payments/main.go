@@ -98,6 +98,9 @@ func accountsCommand(ctx context.Context, cfg config, args []string, stdout, std
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	if err := checkCredentialFlags(*key, *whsec); err != nil {
+		return err
+	}
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err

@@ -111,11 +111,13 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	if !payment.ValidText(name) || payment.ContainsCardNumber(name) {
 		fe = append(fe, payment.FieldError{Field: "name", Message: "must be text without NUL characters or card numbers"})
 	}
-	if !strings.HasPrefix(stripeSecret, "sk_") && !strings.HasPrefix(stripeSecret, "rk_") {
-		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: "must be a Stripe secret key (sk_…)"})
+	if err := CheckStripeSecretKey(stripeSecret); err != nil {
+		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: err.Error()})
 	}
-	if webhookSecret != "" && !strings.HasPrefix(webhookSecret, "whsec_") {
-		fe = append(fe, payment.FieldError{Field: "webhook_secret", Message: "must be a Stripe webhook signing secret (whsec_…)"})
+	if webhookSecret != "" {
+		if err := CheckWebhookSecret(webhookSecret); err != nil {
+			fe = append(fe, payment.FieldError{Field: "webhook_secret", Message: err.Error()})
+		}
 	}
 	if len(fe) > 0 {
 		return Account{}, "", &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
