@@ -35,7 +35,13 @@ type config struct {
 	DBStatementTimeout         time.Duration
 	DBLockTimeout              time.Duration
 	DBIdleInTransactionTimeout time.Duration
-	LogLevel                   slog.Level
+	// Bounds of every HTTP connection, so slow or idle clients cannot hold
+	// connections for ever.
+	HTTPReadTimeout    time.Duration
+	HTTPWriteTimeout   time.Duration
+	HTTPIdleTimeout    time.Duration
+	HTTPMaxHeaderBytes int
+	LogLevel           slog.Level
 }
 
 // loadConfig returns the first bad or missing setting as one clear error.
@@ -80,6 +86,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout, 5 * time.Second},
 		{"DB_LOCK_TIMEOUT", &c.DBLockTimeout, 2 * time.Second},
 		{"DB_IDLE_IN_TRANSACTION_TIMEOUT", &c.DBIdleInTransactionTimeout, 10 * time.Second},
+		{"HTTP_READ_TIMEOUT", &c.HTTPReadTimeout, 15 * time.Second},
+		{"HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout, 60 * time.Second},
+		{"HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout, 120 * time.Second},
 	} {
 		*d.dst = d.def
 		v := getenv(d.name)
@@ -94,6 +103,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.ReconcileMaxBackoff < c.ReconcileAfter {
 		return c, fmt.Errorf("RECONCILE_MAX_BACKOFF (%s) must not be shorter than RECONCILE_AFTER (%s)", c.ReconcileMaxBackoff, c.ReconcileAfter)
+	}
+	if err := c.checkHTTP(getenv("HTTP_MAX_HEADER_BYTES")); err != nil {
+		return c, err
 	}
 	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
 		return c, err

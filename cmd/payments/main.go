@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -224,7 +223,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	go func() { defer wg.Done(); a.reconciler.Run(workers) }()
 	go func() { defer wg.Done(); a.purger.Run(workers) }()
 
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(cfg, srv.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
