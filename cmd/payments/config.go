@@ -16,6 +16,9 @@ type config struct {
 	AdminToken           string
 	StripeAPIBase        string
 	EncryptionKey        []byte
+	// EncryptionKeyPrevious opens secrets not yet moved to EncryptionKey
+	// during a key rotation; nil outside one.
+	EncryptionKeyPrevious []byte
 	ProviderTimeout      time.Duration
 	InProgressLease      time.Duration
 	ProviderKeyRetention time.Duration
@@ -67,6 +70,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("ENCRYPTION_KEY must be base64 of exactly 32 bytes (openssl rand -base64 32)")
 	}
 	c.EncryptionKey = key
+	if raw := getenv("ENCRYPTION_KEY_PREVIOUS"); raw != "" {
+		prev, err := base64.StdEncoding.DecodeString(raw)
+		if err != nil || len(prev) != 32 {
+			return c, fmt.Errorf("ENCRYPTION_KEY_PREVIOUS must be base64 of exactly 32 bytes, or unset")
+		}
+		c.EncryptionKeyPrevious = prev
+	}
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration

@@ -37,6 +37,8 @@ commands:
   reconcile --once          one reconciliation pass; prints a JSON summary
   accounts create --name N --stripe-key K [--webhook-secret S]
                             create an account; prints {"id":…,"api_key":…}
+  accounts reencrypt        re-encrypt every stored secret with ENCRYPTION_KEY
+                            (after a rotation; ENCRYPTION_KEY_PREVIOUS opens the rest)
 `
 
 func main() {
@@ -85,6 +87,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func accountsCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "reencrypt" {
+		return accountsReencrypt(ctx, cfg, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
 		fmt.Fprint(stderr, usage)
 		return errors.New("usage: payments accounts create --name N --stripe-key K [--webhook-secret S]")
@@ -108,7 +113,7 @@ func accountsCommand(ctx context.Context, cfg config, args []string, stdout, std
 	if err := postgres.Migrate(ctx, db); err != nil {
 		return err
 	}
-	accounts, err := account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil)
+	accounts, err := openAccounts(ctx, db, cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -167,7 +172,7 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
-	if a.accounts, err = account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil); err != nil {
+	if a.accounts, err = openAccounts(ctx, db, cfg, log); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -55,6 +55,12 @@ type AuditLog struct {
 	Details   []byte
 }
 
+type EncryptionCanary struct {
+	ID         bool
+	Ciphertext []byte
+	UpdatedAt  time.Time
+}
+
 type Event struct {
 	ID        string
 	AccountID string
