@@ -11,21 +11,21 @@ import (
 
 // config is every setting, read from the environment.
 type config struct {
-	DatabaseURL          string
-	HTTPAddr             string
-	AdminToken           string
-	StripeAPIBase        string
-	EncryptionKey        []byte
+	DatabaseURL   string
+	HTTPAddr      string
+	AdminToken    string
+	StripeAPIBase string
+	EncryptionKey []byte
 	// EncryptionKeyPrevious opens secrets not yet moved to EncryptionKey
 	// during a key rotation; nil outside one.
 	EncryptionKeyPrevious []byte
-	ProviderTimeout      time.Duration
-	InProgressLease      time.Duration
-	ProviderKeyRetention time.Duration
-	ResponseTTL          time.Duration
-	TombstoneTTL         time.Duration
-	ReconcileInterval    time.Duration
-	ReconcileAfter       time.Duration
+	ProviderTimeout       time.Duration
+	InProgressLease       time.Duration
+	ProviderKeyRetention  time.Duration
+	ResponseTTL           time.Duration
+	TombstoneTTL          time.Duration
+	ReconcileInterval     time.Duration
+	ReconcileAfter        time.Duration
 	// ReconcileMaxBackoff caps the pause between two tries of one attempt;
 	// ReconcileAlertAfter is the age at which an unresolved attempt is
 	// flagged for a person.
