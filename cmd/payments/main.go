@@ -224,9 +224,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); a.reconciler.Run(workers) }()
 	go func() { defer wg.Done(); a.purger.Run(workers) }()
+	go func() { defer wg.Done(); a.metrics.RunDatabaseRefresh(workers, metrics.DatabaseRefreshInterval, log) }()
 
 	hs := newHTTPServer(cfg, srv.Handler())
 	errc := make(chan error, 1)

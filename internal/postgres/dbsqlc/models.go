@@ -113,6 +113,17 @@ type Payment struct {
 	ProviderAmountRefunded int64
 }
 
+type PaymentStatusCount struct {
+	Status string
+	N      int64
+}
+
+type PaymentStatusDelta struct {
+	ID     int64
+	Status string
+	Delta  int32
+}
+
 type Refund struct {
 	ID               string
 	AccountID        string
