@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +65,16 @@ func TestEncryptionKeyCheckedAtStart(t *testing.T) {
 	wantWrongKey(t, createAccount(t, keysEnv(db, keyB, ""), "--name", "Outra", "--stripe-key", "sk_test_canary_two"), "accounts create")
 	if _, err := runCmd(t, keysEnv(db, keyA, ""), "reconcile", "--once"); err != nil {
 		t.Fatalf("the right key: %v", err)
+	}
+	// The real binary: a non-zero exit and one line on stderr.
+	cmd := exec.Command(buildBinary(t, ""), "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+db, "ENCRYPTION_KEY="+keyB, "HTTP_ADDR=127.0.0.1:0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if err == nil || len(lines) != 1 || !strings.Contains(lines[0], "ENCRYPTION_KEY does not decrypt") {
+		t.Fatalf("serve with a wrong key: err %v, stderr %q; want one line", err, stderr.String())
 	}
 }
 
