@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acmepay/payments/internal/apitest"
 )
 
 func TestLoadConfigHTTPLimits(t *testing.T) {
@@ -178,5 +180,52 @@ func TestHTTPServerLimitsHeaderSize(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("small headers: %d", resp.StatusCode)
+	}
+}
+
+// The real `payments serve` applies the settings: an idle keep-alive
+// connection and a body trickling in are both closed.
+func TestServeBoundsConnections(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{})
+	p := start(t, e, buildBinary(t, ""), "HTTP_IDLE_TIMEOUT=200ms", "HTTP_READ_TIMEOUT=500ms")
+	addr := strings.TrimPrefix(p.url, "http://")
+
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if _, err := fmt.Fprint(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	idleClosed := closed(idle) // reads the answer, then waits for EOF
+
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := fmt.Fprintf(slow, "POST /v1/payments HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nIdempotency-Key: k-slow\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n", e.APIKey); err != nil {
+		t.Fatal(err)
+	}
+	slowClosed := closed(slow)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	bound := time.After(waitBound)
+	for idleClosed != nil || slowClosed != nil {
+		select {
+		case <-idleClosed:
+			idleClosed = nil
+		case <-slowClosed:
+			slowClosed = nil
+		case <-tick.C:
+			if slowClosed != nil {
+				_, _ = slow.Write([]byte(" "))
+			}
+		case <-bound:
+			t.Fatalf("still open after %s: idle %v, slow body %v", waitBound, idleClosed != nil, slowClosed != nil)
+		}
 	}
 }
