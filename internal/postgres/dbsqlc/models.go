@@ -58,6 +58,12 @@ type AuditLog struct {
 	Details   []byte
 }
 
+type EncryptionCanary struct {
+	ID         bool
+	Ciphertext []byte
+	UpdatedAt  time.Time
+}
+
 type Event struct {
 	ID        string
 	AccountID string
@@ -108,6 +114,17 @@ type Payment struct {
 	CreatedAt              time.Time
 	UpdatedAt              time.Time
 	ProviderAmountRefunded int64
+}
+
+type PaymentStatusCount struct {
+	Status string
+	N      int64
+}
+
+type PaymentStatusDelta struct {
+	ID     int64
+	Status string
+	Delta  int32
 }
 
 type Refund struct {
