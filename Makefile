@@ -13,6 +13,10 @@ help: ## list the targets
 run: ## run the service locally: private PostgreSQL, provider simulator, demo account
 	@scripts/run.sh
 
+.PHONY: stop
+stop: ## stop what `make run` started: the service, the simulator, the private PostgreSQL
+	@scripts/stop.sh
+
 .PHONY: demo
 demo: ## against a running `make run`: lost response, 202, retry, webhook, events feed
 	@scripts/demo.sh
@@ -43,7 +47,7 @@ client-diff: ## fail if api/client is not what openapi.yaml generates
 		{ echo "api/client is stale: run make generate"; exit 1; }
 
 .PHONY: verify
-verify: ## generated code current, OpenAPI lint, gofmt, go vet, staticcheck, go.mod tidy
+verify: ## generated code current, OpenAPI lint, gofmt, go vet, staticcheck, go.mod tidy, Dockerfile and script checks
 	$(GO) tool sqlc diff
 	@$(MAKE) --no-print-directory client-diff
 	@$(MAKE) --no-print-directory lint-openapi
@@ -54,6 +58,7 @@ verify: ## generated code current, OpenAPI lint, gofmt, go vet, staticcheck, go.
 	$(GO) tool staticcheck ./...
 	$(GO) mod tidy -diff
 	cd tools/vacuum && $(GO) mod tidy -diff
+	@scripts/check-dockerfile.sh
 
 .PHONY: bench
 bench: ## the money path's Go benchmarks, then the load generator on the real binaries (docs/BENCHMARKS.md; BENCHFLAGS=-short)

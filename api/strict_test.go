@@ -171,6 +171,34 @@ func TestHostileStrings(t *testing.T) {
 	wantUnchanged(t, e, before)
 }
 
+// TestHostileHeaderValues: net/http lets invalid UTF-8 through in header
+// values; it is refused like any other text, before anything is reserved.
+func TestHostileHeaderValues(t *testing.T) {
+	t.Parallel()
+	e, _, _ := hostileSetup(t)
+	before := takeSnapshot(t, e)
+	sent := len(e.Sim.Requests())
+	body := `{"order_id":"pedido-hdr","amount":100,"currency":"BRL","payment_method":"pm_card_visa"}`
+	for _, h := range []string{"X-Request-Id", "Idempotency-Key", "X-Anything", "User-Agent"} {
+		key := "k-hdr"
+		headers := map[string]string{h: "a\xffb"}
+		if h == "Idempotency-Key" {
+			key, headers = "", map[string]string{h: "k\xff"}
+		}
+		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body, Headers: headers})
+		if r.Status != http.StatusBadRequest || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") {
+			t.Fatalf("invalid UTF-8 in %s: %d %s, want a 400 problem", h, r.Status, r.Body)
+		}
+		if strings.Contains(string(r.Body), "\xff") {
+			t.Fatalf("invalid UTF-8 in %s echoed: %q", h, r.Body)
+		}
+	}
+	wantUnchanged(t, e, before)
+	if n := len(e.Sim.Requests()); n != sent {
+		t.Fatalf("provider requests %d -> %d, want none sent", sent, n)
+	}
+}
+
 // TestStrictJSON: a body means one thing or is refused. Duplicate names,
 // names in another case, unknown names, trailing data and nulls are 400 on
 // every endpoint that takes a body, before anything is reserved or sent.

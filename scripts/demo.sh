@@ -8,48 +8,72 @@ cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
 API="http://${HTTP_ADDR:-127.0.0.1:8080}"
 SIM="${STRIPE_API_BASE:-http://127.0.0.1:12111}"
-[ -s "$DATA/demo-account.json" ] || { echo "start the service first: make run" >&2; exit 1; }
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# curl, with one clear line instead of curl's own error when the service or
+# the simulator does not answer.
+curl() {
+  command curl -s --max-time 30 "$@" && return 0
+  echo >&2
+  echo "demo: no answer from the service ($API) or the simulator ($SIM): is make run still running?" >&2
+  exit 1
+}
+for pair in "service|$API/healthz" "simulator|$SIM/_sim/stats"; do
+  command curl -s --max-time 5 -o /dev/null "${pair#*|}" || {
+    echo "demo: the ${pair%%|*} does not answer on ${pair#*|}: start it with make run in another terminal (HTTP_ADDR and STRIPE_API_BASE move it)" >&2
+    exit 1
+  }
+done
+[ -s "$DATA/demo-account.json" ] || { echo "demo: no demo account in $DATA: start the service with make run first" >&2; exit 1; }
 ACCOUNT_ID="$(sed -E 's/.*"id":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
 API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
 WHSEC="$(cat "$DATA/webhook.secret")"
-ORDER="demo-$(date +%s)"
+ORDER="demo-$(date +%s%N)"
 KEY="$(cat /proc/sys/kernel/random/uuid)"
 BODY="{\"order_id\":\"$ORDER\",\"amount\":2000,\"currency\":\"BRL\",\"payment_method\":\"pm_card_visa\",\"capture_method\":\"manual\"}"
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 create() {
-  curl -sS -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
+  curl -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
     -H "Idempotency-Key: $KEY" -d "$BODY" -w '\nHTTP %{http_code}\n'
 }
 
 say "1. the simulator will charge, then drop its responses (the client's own retries included)"
-curl -sS -X POST "$SIM/_sim/faults" -d '{"op":"authorize","kind":"drop_after_effect"}'; echo
+curl -X POST "$SIM/_sim/faults" -d '{"op":"authorize","kind":"drop_after_effect"}'; echo
 
 say "2. create payment for $ORDER: the outcome is unknown -> 202"
 create
 
-curl -sS -X DELETE "$SIM/_sim/faults" >/dev/null
+curl -X DELETE "$SIM/_sim/faults" >/dev/null
 say "3. the provider recovers; retry with the same Idempotency-Key: the same attempt ($ORDER:autorizar-v1) is re-sent; the provider replays -> 201"
 create
 
 say "4. again: the stored answer, byte for byte (Idempotent-Replayed: true)"
-curl -sS -i -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
+curl -i -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
   -H "Idempotency-Key: $KEY" -d "$BODY" | grep -iE '^(HTTP|idempotent-replayed)'
 
-say "5. the provider saw one charge"
-curl -sS "$SIM/_sim/stats"; echo
+PAYMENT_ID="$(curl "$API/v1/payments?order_id=$ORDER" -H "Authorization: Bearer $API_KEY" | sed -E 's/.*"id":"(pay_[^"]+)".*/\1/')"
 
-PAYMENT_ID="$(curl -sS "$API/v1/payments?order_id=$ORDER" -H "Authorization: Bearer $API_KEY" | sed -E 's/.*"id":"(pay_[^"]+)".*/\1/')"
-PI="$(curl -sS "$API/v1/payments/$PAYMENT_ID" -H "Authorization: Bearer $API_KEY" | sed -E 's/.*"provider_payment_id":"([^"]+)".*/\1/')"
+say "5. what the provider saw for this order only (other payments on the simulator are not counted)"
+# Only this order's provider key and this payment's intents: the simulator
+# also serves every other payment made since it started.
+PKEY="$ORDER:autorizar-v1"
+REQUESTS="$(curl "$SIM/_sim/requests")"
+SENT="$(printf '%s' "$REQUESTS" | grep -o "\"op\":\"authorize\"[^}]*\"idempotency_key\":\"$PKEY\",\"replayed\":[a-z]*" || true)"
+SK="$(printf '%s' "$SENT" | head -n 1 | sed -E 's/.*"secret_key":"([^"]*)".*/\1/')"
+INTENTS="$(curl "$SIM/_sim/intents?secret_key=$SK" | grep -o "\"payment_id\":\"$PAYMENT_ID\"" | wc -l | tr -d ' ')"
+echo "authorize requests with provider key $PKEY: $(printf '%s' "$SENT" | grep -c . || true)" \
+  "(replayed by the provider: $(printf '%s' "$SENT" | grep -c '"replayed":true' || true))"
+echo "payment intents at the provider for $PAYMENT_ID: $INTENTS"
+if [ "$INTENTS" = 1 ]; then echo "-> one charge"; else echo "-> $INTENTS charges, expected 1"; fi
+PI="$(curl "$API/v1/payments/$PAYMENT_ID" -H "Authorization: Bearer $API_KEY" | sed -E 's/.*"provider_payment_id":"([^"]+)".*/\1/')"
 
 say "6. a signed webhook: the intent was captured at the provider (sent twice: one effect)"
 EVENT="{\"id\":\"evt_demo_$ORDER\",\"object\":\"event\",\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"$PI\",\"object\":\"payment_intent\",\"status\":\"succeeded\",\"amount\":2000,\"amount_received\":2000,\"currency\":\"brl\",\"capture_method\":\"manual\",\"metadata\":{\"payment_id\":\"$PAYMENT_ID\"}}}}"
 for _ in 1 2; do
   T="$(date +%s)"
   SIG="$(printf '%s.%s' "$T" "$EVENT" | openssl dgst -sha256 -hmac "$WHSEC" | sed 's/^.* //')"
-  curl -sS -X POST "$API/webhooks/stripe/$ACCOUNT_ID" -H "Stripe-Signature: t=$T,v1=$SIG" -d "$EVENT"; echo
+  curl -X POST "$API/webhooks/stripe/$ACCOUNT_ID" -H "Stripe-Signature: t=$T,v1=$SIG" -d "$EVENT"; echo
 done
 
 say "7. the events feed of this payment"
-curl -sS "$API/v1/events?limit=100" -H "Authorization: Bearer $API_KEY" \
+curl "$API/v1/events?limit=100" -H "Authorization: Bearer $API_KEY" \
   | grep -o '"type":"payment\.[a-z]*","created_at":"[^"]*","payment":{"id":"pay_[^"]*"' \
   | grep "$PAYMENT_ID" | sed -E 's/,"payment":\{"id":"[^"]*"//' 

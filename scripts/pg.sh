@@ -9,19 +9,33 @@
 #   2. a server answering on 127.0.0.1:5432 (skipped when PG_FORCE_PRIVATE=1);
 #   3. a private cluster under <repo>/.data/pg on port ${PG_PORT:-54329},
 #      initialised and started on demand (PostgreSQL is installed with apt-get
-#      when initdb cannot be found).
+#      when initdb cannot be found). Run as root, the cluster belongs to the
+#      postgres user; when that user cannot enter the repository (a clone
+#      under root's 0700 home), the cluster lives in
+#      /var/tmp/payments-pg-<checksum of the repo path> instead, and
+#      <repo>/.data/pg links to it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PG_PORT="${PG_PORT:-54329}"
-PG_DIR="$ROOT/.data/pg"
-PG_DATA="$PG_DIR/data"
-PG_SOCK="$PG_DIR/run"
-# Unix socket paths are limited to 107 bytes; a deep checkout falls back to /tmp.
-if [ $((${#PG_SOCK} + 20)) -gt 107 ]; then
-	PG_SOCK="${TMPDIR:-/tmp}/pg-$(printf '%s' "$PG_DIR" | cksum | cut -d' ' -f1)"
+PG_LINK="$ROOT/.data/pg"
+
+# set_paths DIR: the cluster's files under DIR.
+set_paths() {
+	PG_DIR="$1"
+	PG_DATA="$PG_DIR/data"
+	PG_SOCK="$PG_DIR/run"
+	# Unix socket paths are limited to 107 bytes; a deep checkout falls back to /tmp.
+	if [ $((${#PG_SOCK} + 20)) -gt 107 ]; then
+		PG_SOCK="${TMPDIR:-/tmp}/pg-$(printf '%s' "$PG_DIR" | cksum | cut -d' ' -f1)"
+	fi
+	PG_LOG="$PG_DIR/log"
+}
+if [ -L "$PG_LINK" ]; then
+	set_paths "$(readlink "$PG_LINK")"
+else
+	set_paths "$PG_LINK"
 fi
-PG_LOG="$PG_DIR/log"
 
 log() { printf 'pg.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -61,15 +75,16 @@ ready() {
 	timeout 2 bash -c "exec 3<>/dev/tcp/$host/$port" >/dev/null 2>&1
 }
 
-# as_owner CMD...: run a command as the cluster owner (postgres when root).
+# as_owner CMD...: run a command as the cluster owner (postgres when root),
+# from / since postgres may not be able to enter the current folder.
 as_owner() {
 	if is_root; then
 		if command -v runuser >/dev/null 2>&1; then
-			runuser -u postgres -- "$@"
+			(cd / && runuser -u postgres -- "$@")
 		else
 			local cmd="" a
 			for a in "$@"; do cmd+="$(printf '%q ' "$a")"; done
-			su postgres -s /bin/sh -c "$cmd"
+			(cd / && su postgres -s /bin/sh -c "$cmd")
 		fi
 	else
 		"$@"
@@ -112,13 +127,12 @@ start_private() {
 	case "$PG_DIR" in
 	*"'"* | *'"'* | *\\*) die "the repository path must not contain quotes or backslashes: $PG_DIR" ;;
 	esac
-	mkdir -p "$PG_DIR"
 	if is_root; then
 		# initdb and postgres refuse to run as root: the cluster belongs to postgres.
 		id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/false postgres
-		chown postgres "$PG_DIR"
-		as_owner test -w "$PG_DIR" ||
-			die "user postgres cannot write $PG_DIR (is $ROOT readable by others?); set DATABASE_URL instead"
+		place_for_postgres
+	else
+		mkdir -p "$PG_DIR"
 	fi
 	as_owner mkdir -p "$PG_SOCK"
 	chmod 700 "$PG_SOCK" 2>/dev/null || as_owner chmod 700 "$PG_SOCK"
@@ -140,6 +154,36 @@ start_private() {
 		die "could not start PostgreSQL"
 	fi
 	ready 127.0.0.1 "$PG_PORT" || die "PostgreSQL started but does not answer on 127.0.0.1:$PG_PORT"
+}
+
+# place_for_postgres: a cluster directory the postgres user can reach. The
+# repository's .data/pg when it can enter it; otherwise (a clone in root's
+# 0700 home) a per-repository directory in /var/tmp, which survives reboots,
+# linked from .data/pg so that stop and later runs find it.
+place_for_postgres() {
+	if [ ! -L "$PG_LINK" ]; then
+		mkdir -p "$PG_LINK"
+		chown postgres "$PG_LINK"
+		if as_owner test -w "$PG_LINK" 2>/dev/null; then
+			return 0
+		fi
+		rmdir "$PG_LINK" 2>/dev/null ||
+			die "user postgres cannot reach $PG_LINK and it is not empty; move it away or set DATABASE_URL"
+		local dir
+		dir="/var/tmp/payments-pg-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
+		log "user postgres cannot enter $ROOT; the cluster goes to $dir (linked from .data/pg)"
+		ln -s "$dir" "$PG_LINK"
+		set_paths "$dir"
+	fi
+	# A shared, sticky /var/tmp: trust the directory only if it is ours.
+	if [ -e "$PG_DIR" ] || [ -L "$PG_DIR" ]; then
+		[ -d "$PG_DIR" ] && [ ! -L "$PG_DIR" ] && [ "$(stat -c %U "$PG_DIR")" = postgres ] ||
+			die "$PG_DIR exists but is not a directory owned by postgres; remove it and retry"
+	else
+		mkdir -m 700 "$PG_DIR"
+		chown postgres "$PG_DIR"
+	fi
+	as_owner test -w "$PG_DIR" || die "user postgres cannot write $PG_DIR; set DATABASE_URL instead"
 }
 
 cmd_url() {

@@ -2,6 +2,22 @@
 # `make run`: the service on this machine with a private PostgreSQL (unless
 # DATABASE_URL is set), the provider simulator, and a demo account.
 set -euo pipefail
+
+# try_line ADDR API_KEY: a curl line that works every time it is pasted: a
+# fresh Idempotency-Key and a fresh order id, as shell expressions.
+try_line() {
+  cat <<TRY
+    curl -sS -X POST http://$1/v1/payments \\
+      -H 'Authorization: Bearer $2' \\
+      -H 'Content-Type: application/json' \\
+      -H "Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)" \\
+      -d '{"order_id":"pedido-'"\$(date +%s%N)"'","amount":2000,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}'
+TRY
+}
+
+# Sourced (by the script tests), only define the functions.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
+
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 DATA="$ROOT/.data"
@@ -30,7 +46,7 @@ go build -o bin/ ./cmd/payments ./cmd/providersim
 
 bin/providersim -addr "$SIM_ADDR" 2>"$DATA/providersim.log" &
 SIM_PID=$!
-trap 'kill $SIM_PID 2>/dev/null || true' EXIT
+trap 'kill $SIM_PID 2>/dev/null || true; rm -f "$DATA/run.pids"' EXIT
 
 bin/payments migrate 2>>"$DATA/payments.log"
 if [ ! -s "$DATA/demo-account.json" ]; then
@@ -52,13 +68,20 @@ cat >&2 <<INFO
   admin token     $ADMIN_TOKEN
   whole story     make demo   (in another terminal: lost response, 202, retry, webhook, events)
 
-  try:
-    curl -sS -X POST http://$HTTP_ADDR/v1/payments \\
-      -H 'Authorization: Bearer $API_KEY' \\
-      -H 'Content-Type: application/json' \\
-      -H "Idempotency-Key: \$(uuidgen 2>/dev/null || cat /proc/sys/kernel/random/uuid)" \\
-      -d '{"order_id":"pedido-842","amount":2000,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}'
+  stop            Ctrl-C here, or make stop (also stops the private PostgreSQL)
+
+  try (paste it as often as you like: a new order each time):
+$(try_line "$HTTP_ADDR" "$API_KEY")
 
 INFO
 
-bin/payments serve
+bin/payments serve &
+PAY_PID=$!
+echo "$SIM_PID $PAY_PID" > "$DATA/run.pids"
+# SIGTERM (make stop) or Ctrl-C: payments drains its requests, then exits.
+trap 'kill -TERM $PAY_PID 2>/dev/null || true' TERM INT
+status=0
+while kill -0 "$PAY_PID" 2>/dev/null; do
+  wait "$PAY_PID" && status=0 || status=$?
+done
+exit "$status"

@@ -509,10 +509,10 @@ type CaptureRequest struct {
 type CreateAccountRequest struct {
 	Name string `json:"name"`
 
-	// StripeSecretKey The account's own Stripe secret key; stored encrypted and never shared with another account.
+	// StripeSecretKey The account's own Stripe secret or restricted key; stored encrypted and never shared with another account. Checked as given, nothing trimmed: any other form, white space included, is 400 `invalid_request` naming the field.
 	StripeSecretKey string `json:"stripe_secret_key"`
 
-	// WebhookSecret The Stripe webhook signing secret (`whsec_…`) of the account.
+	// WebhookSecret The Stripe webhook signing secret of the account, checked as `stripe_secret_key` is.
 	WebhookSecret *string `json:"webhook_secret,omitempty"`
 }
 

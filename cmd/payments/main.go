@@ -1,18 +1,15 @@
 // Command payments is the payment orchestration service: the HTTP API with
 // its background workers (serve), schema migrations (migrate) and account
-// administration (accounts create).
+// administration (accounts …); `payments --help` lists every command.
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -30,29 +27,24 @@ import (
 	"github.com/acmepay/payments/internal/retention"
 )
 
-const usage = `usage: payments <command>
-
-commands:
-  serve                     run the HTTP API and the background workers
-  migrate                   apply database migrations
-  reconcile --once          one reconciliation pass; prints a JSON summary
-  accounts create --name N --stripe-key K [--webhook-secret S]
-                            create an account; prints {"id":…,"api_key":…}
-`
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
+		if isUsageError(err) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errors.New("a command is required")
+	if done, err := withoutSettings(ctx, args, getenv, stdout, stderr); done {
+		return err
+	}
+	if args[0] == "accounts" {
+		return accountsCommand(ctx, args[1:], getenv, stdout, stderr)
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
@@ -73,48 +65,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		log.Info("migrations applied")
 		return nil
-	case "accounts":
-		return accountsCommand(ctx, cfg, args[1:], stdout, stderr)
 	case "reconcile":
 		if len(args) != 2 || args[1] != "--once" {
-			return errors.New("usage: payments reconcile --once")
+			return usageErrorf("reconcile: --once is required and nothing else (usage: payments reconcile --once)")
 		}
 		return reconcileOnce(ctx, cfg, log, stdout)
 	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
-}
-
-func accountsCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		fmt.Fprint(stderr, usage)
-		return errors.New("usage: payments accounts create --name N --stripe-key K [--webhook-secret S]")
-	}
-	fs := flag.NewFlagSet("accounts create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	name := fs.String("name", "", "account name")
-	key := fs.String("stripe-key", "", "the account's Stripe secret key (sk_…)")
-	whsec := fs.String("webhook-secret", "", "the account's Stripe webhook signing secret (whsec_…)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	db, err := openDB(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := postgres.Migrate(ctx, db); err != nil {
-		return err
-	}
-	accounts, err := account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil)
-	if err != nil {
-		return err
-	}
-	a, apiKey, err := accounts.Create(ctx, *name, *key, *whsec)
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(stdout).Encode(map[string]string{"id": a.ID, "api_key": apiKey})
+	return usageErrorf("unknown command %q", args[0])
 }
 
 // openDB opens the pool, every session bounded by the DB_* timeouts.
@@ -165,7 +122,7 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
-	if a.accounts, err = account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil); err != nil {
+	if a.accounts, err = openAccounts(ctx, db, cfg, log); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -217,11 +174,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); a.reconciler.Run(workers) }()
 	go func() { defer wg.Done(); a.purger.Run(workers) }()
+	go func() { defer wg.Done(); a.metrics.RunDatabaseRefresh(workers, metrics.DatabaseRefreshInterval, log) }()
 
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(cfg, srv.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))

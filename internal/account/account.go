@@ -5,8 +5,6 @@ package account
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -48,6 +46,11 @@ type Row struct {
 	StripeSecretHMAC []byte
 	WebhookSecretEnc []byte
 	CreatedAt        time.Time
+	// The key replaced by the last rotation, accepted until
+	// PreviousAPIKeyExpiresAt; nil when there is none.
+	PreviousAPIKeyHash      []byte
+	PreviousAPIKeyExpiresAt time.Time
+	APIKeyRotatedAt         time.Time
 }
 
 // Store persists accounts.
@@ -55,16 +58,23 @@ type Store interface {
 	AccountInsert(ctx context.Context, r Row) error
 	AccountByAPIKeyHash(ctx context.Context, hash []byte) (Row, error)
 	AccountByID(ctx context.Context, id string) (Row, error)
+	AccountList(ctx context.Context) ([]Row, error)
+	// AccountRotateAPIKey makes newHash the current key and the current
+	// one the previous key, accepted until previousExpiresAt.
+	AccountRotateAPIKey(ctx context.Context, id string, newHash []byte, previousExpiresAt, rotatedAt time.Time) (Row, error)
+	keyStore
 }
 
 // Service creates and authenticates accounts.
 type Service struct {
 	store Store
-	aead  cipher.AEAD
-	mac   []byte
-	now   func() time.Time
+	// current seals; previous (ENCRYPTION_KEY_PREVIOUS, during a key
+	// rotation) only opens what current cannot.
+	current, previous *sealer
+	now               func() time.Time
 	// keys caches authenticated API keys by hash for cacheTTL: every
-	// request authenticates, and accounts are never changed in place.
+	// request authenticates, and an account's secrets never change in
+	// place (a rotated key's grace is far longer than the cache).
 	keys sync.Map // string(hash) → cachedAccount
 }
 
@@ -77,28 +87,24 @@ type cachedAccount struct {
 }
 
 // NewService takes the 32-byte ENCRYPTION_KEY.
-func NewService(store Store, encryptionKey []byte, now func() time.Time) (*Service, error) {
+func NewService(store Store, encryptionKey []byte, now func() time.Time, opts ...Option) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("account: store is required")
 	}
-	if len(encryptionKey) != 32 {
-		return nil, errors.New("account: the encryption key must be 32 bytes")
-	}
-	block, err := aes.NewCipher(encryptionKey)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
+	current, err := newSealer(encryptionKey)
 	if err != nil {
 		return nil, err
 	}
 	if now == nil {
 		now = time.Now
 	}
-	// A key derived for fingerprints, so the HMAC never reuses the AES key.
-	m := hmac.New(sha256.New, encryptionKey)
-	m.Write([]byte("provider-credential-fingerprint"))
-	return &Service{store: store, aead: aead, mac: m.Sum(nil), now: now}, nil
+	s := &Service{store: store, current: current, now: now}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Create makes an account and returns it with its API key, shown only now.
@@ -111,11 +117,13 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	if !payment.ValidText(name) || payment.ContainsCardNumber(name) {
 		fe = append(fe, payment.FieldError{Field: "name", Message: "must be text without NUL characters or card numbers"})
 	}
-	if !strings.HasPrefix(stripeSecret, "sk_") && !strings.HasPrefix(stripeSecret, "rk_") {
-		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: "must be a Stripe secret key (sk_…)"})
+	if err := CheckStripeSecretKey(stripeSecret); err != nil {
+		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: err.Error()})
 	}
-	if webhookSecret != "" && !strings.HasPrefix(webhookSecret, "whsec_") {
-		fe = append(fe, payment.FieldError{Field: "webhook_secret", Message: "must be a Stripe webhook signing secret (whsec_…)"})
+	if webhookSecret != "" {
+		if err := CheckWebhookSecret(webhookSecret); err != nil {
+			fe = append(fe, payment.FieldError{Field: "webhook_secret", Message: err.Error()})
+		}
 	}
 	if len(fe) > 0 {
 		return Account{}, "", &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
@@ -124,9 +132,20 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	a := Account{ID: payment.NewID("acct"), Name: name, StripeSecret: stripeSecret,
 		WebhookSecret: webhookSecret, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
 	row := Row{ID: a.ID, Name: name, APIKeyHash: HashAPIKey(apiKey),
-		StripeSecretEnc: s.seal(stripeSecret), StripeSecretHMAC: s.fingerprint(stripeSecret), CreatedAt: a.CreatedAt}
+		StripeSecretEnc: s.current.seal(stripeSecret), StripeSecretHMAC: s.current.fingerprint(stripeSecret), CreatedAt: a.CreatedAt}
 	if webhookSecret != "" {
-		row.WebhookSecretEnc = s.seal(webhookSecret)
+		row.WebhookSecretEnc = s.current.seal(webhookSecret)
+	}
+	if s.previous != nil {
+		// Accounts not yet re-encrypted carry the fingerprint under the
+		// previous key, which the unique constraint cannot compare.
+		taken, err := s.store.AccountSecretHMACExists(ctx, s.previous.fingerprint(stripeSecret))
+		if err != nil {
+			return Account{}, "", err
+		}
+		if taken {
+			return Account{}, "", ErrCredentialsInUse
+		}
 	}
 	if err := s.store.AccountInsert(ctx, row); err != nil {
 		return Account{}, "", err
@@ -140,18 +159,85 @@ func (s *Service) Authenticate(ctx context.Context, apiKey string) (Account, err
 		return Account{}, payment.ErrNotFound
 	}
 	hash := HashAPIKey(apiKey)
-	if c, ok := s.keys.Load(string(hash)); ok && time.Now().Before(c.(cachedAccount).until) {
+	now := s.now()
+	if c, ok := s.keys.Load(string(hash)); ok && now.Before(c.(cachedAccount).until) {
 		return c.(cachedAccount).account, nil
 	}
 	row, err := s.store.AccountByAPIKeyHash(ctx, hash)
 	if err != nil {
 		return Account{}, err
 	}
+	until := now.Add(cacheTTL)
+	if !hmac.Equal(row.APIKeyHash, hash) {
+		// The previous key of a rotation: valid only in its grace period,
+		// and never cached past it.
+		if !now.Before(row.PreviousAPIKeyExpiresAt) {
+			return Account{}, payment.ErrNotFound
+		}
+		if row.PreviousAPIKeyExpiresAt.Before(until) {
+			until = row.PreviousAPIKeyExpiresAt
+		}
+	}
 	a, err := s.open(row)
 	if err == nil {
-		s.keys.Store(string(hash), cachedAccount{account: a, until: time.Now().Add(cacheTTL)})
+		s.keys.Store(string(hash), cachedAccount{account: a, until: until})
 	}
 	return a, err
+}
+
+// DefaultRotationGrace is how long a replaced API key stays valid unless
+// the operator chooses otherwise: a day, time to roll the new key out.
+const DefaultRotationGrace = 24 * time.Hour
+
+// RotateAPIKey gives an account a new API key, shown only now. The old key
+// stays valid for grace (zero ends it at once, except in the up to 30 s an
+// instance trusts a key it has just checked); a key replaced earlier stops
+// at once.
+func (s *Service) RotateAPIKey(ctx context.Context, id string, grace time.Duration) (apiKey string, oldValidUntil time.Time, err error) {
+	if grace < 0 {
+		return "", time.Time{}, payment.Errorf(payment.CodeInvalidRequest, "the grace period must not be negative")
+	}
+	apiKey = "psk_" + randomToken(32)
+	now := s.now().UTC().Truncate(time.Microsecond)
+	row, err := s.store.AccountRotateAPIKey(ctx, id, HashAPIKey(apiKey), now.Add(grace), now)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return apiKey, row.PreviousAPIKeyExpiresAt, nil
+}
+
+// Summary is an account without its secrets, for listings.
+type Summary struct {
+	ID                string     `json:"id"`
+	Name              string     `json:"name"`
+	CreatedAt         time.Time  `json:"created_at"`
+	HasWebhookSecret  bool       `json:"has_webhook_secret"`
+	APIKeyRotatedAt   *time.Time `json:"api_key_rotated_at,omitempty"`
+	PreviousKeyExpiry *time.Time `json:"previous_api_key_valid_until,omitempty"`
+}
+
+// List returns every account, oldest first, without secrets: it decrypts
+// nothing. A previous key whose grace has ended is not shown.
+func (s *Service) List(ctx context.Context) ([]Summary, error) {
+	rows, err := s.store.AccountList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := make([]Summary, 0, len(rows))
+	for _, r := range rows {
+		sum := Summary{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), HasWebhookSecret: r.WebhookSecretEnc != nil}
+		if !r.APIKeyRotatedAt.IsZero() {
+			t := r.APIKeyRotatedAt.UTC()
+			sum.APIKeyRotatedAt = &t
+		}
+		if r.PreviousAPIKeyHash != nil && now.Before(r.PreviousAPIKeyExpiresAt) {
+			t := r.PreviousAPIKeyExpiresAt.UTC()
+			sum.PreviousKeyExpiry = &t
+		}
+		out = append(out, sum)
+	}
+	return out, nil
 }
 
 // Get returns an account by id.
@@ -176,11 +262,11 @@ func (s *Service) Payer(ctx context.Context, id string) (payment.Account, error)
 func (s *Service) open(r Row) (Account, error) {
 	a := Account{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
 	var err error
-	if a.StripeSecret, err = s.unseal(r.StripeSecretEnc); err != nil {
+	if a.StripeSecret, _, err = s.unseal(r.StripeSecretEnc); err != nil {
 		return Account{}, fmt.Errorf("account %s: decrypt provider secret: %w", r.ID, err)
 	}
 	if r.WebhookSecretEnc != nil {
-		if a.WebhookSecret, err = s.unseal(r.WebhookSecretEnc); err != nil {
+		if a.WebhookSecret, _, err = s.unseal(r.WebhookSecretEnc); err != nil {
 			return Account{}, fmt.Errorf("account %s: decrypt webhook secret: %w", r.ID, err)
 		}
 	}
@@ -192,29 +278,6 @@ func (s *Service) open(r Row) (Account, error) {
 func HashAPIKey(k string) []byte {
 	h := sha256.Sum256([]byte(k))
 	return h[:]
-}
-
-func (s *Service) fingerprint(secret string) []byte {
-	m := hmac.New(sha256.New, s.mac)
-	m.Write([]byte(secret))
-	return m.Sum(nil)
-}
-
-func (s *Service) seal(plain string) []byte {
-	nonce := make([]byte, s.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		panic(err)
-	}
-	return s.aead.Seal(nonce, nonce, []byte(plain), nil)
-}
-
-func (s *Service) unseal(b []byte) (string, error) {
-	n := s.aead.NonceSize()
-	if len(b) < n {
-		return "", errors.New("ciphertext too short")
-	}
-	out, err := s.aead.Open(nil, b[:n], b[n:], nil)
-	return string(out), err
 }
 
 func randomToken(n int) string {

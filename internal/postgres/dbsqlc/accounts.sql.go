@@ -10,10 +10,23 @@ import (
 	"time"
 )
 
-const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq FROM accounts WHERE api_key_hash = $1
+const accountExistsBySecretHMAC = `-- name: AccountExistsBySecretHMAC :one
+SELECT EXISTS (SELECT 1 FROM accounts WHERE stripe_secret_hmac = $1)
 `
 
+func (q *Queries) AccountExistsBySecretHMAC(ctx context.Context, stripeSecretHmac []byte) (bool, error) {
+	row := q.db.QueryRow(ctx, accountExistsBySecretHMAC, stripeSecretHmac)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
+`
+
+// The current key, or the previous one of a rotation; the caller checks
+// the previous key's expiry against its own clock.
 func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte) (Account, error) {
 	row := q.db.QueryRow(ctx, accountGetByAPIKeyHash, apiKeyHash)
 	var i Account
@@ -26,12 +39,15 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -46,6 +62,55 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
+	)
+	return i, err
+}
+
+const accountGetByIDForUpdate = `-- name: AccountGetByIDForUpdate :one
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Account, error) {
+	row := q.db.QueryRow(ctx, accountGetByIDForUpdate, id)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ApiKeyHash,
+		&i.StripeSecretEnc,
+		&i.StripeSecretHmac,
+		&i.WebhookSecretEnc,
+		&i.CreatedAt,
+		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
+	)
+	return i, err
+}
+
+const accountGetFirst = `-- name: AccountGetFirst :one
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts ORDER BY id LIMIT 1
+`
+
+func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
+	row := q.db.QueryRow(ctx, accountGetFirst)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ApiKeyHash,
+		&i.StripeSecretEnc,
+		&i.StripeSecretHmac,
+		&i.WebhookSecretEnc,
+		&i.CreatedAt,
+		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
 	)
 	return i, err
 }
@@ -53,7 +118,7 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at
 `
 
 type AccountInsertParams struct {
@@ -86,6 +151,191 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.WebhookSecretEnc,
 		&i.CreatedAt,
 		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
 	)
 	return i, err
+}
+
+const accountList = `-- name: AccountList :many
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts ORDER BY created_at, id
+`
+
+func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
+	rows, err := q.db.Query(ctx, accountList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Account
+	for rows.Next() {
+		var i Account
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.ApiKeyHash,
+			&i.StripeSecretEnc,
+			&i.StripeSecretHmac,
+			&i.WebhookSecretEnc,
+			&i.CreatedAt,
+			&i.EventsReadSeq,
+			&i.PreviousApiKeyHash,
+			&i.PreviousApiKeyExpiresAt,
+			&i.ApiKeyRotatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const accountListIDsAfter = `-- name: AccountListIDsAfter :many
+SELECT id FROM accounts WHERE id > $1 ORDER BY id LIMIT $2
+`
+
+type AccountListIDsAfterParams struct {
+	After   string
+	MaxRows int32
+}
+
+func (q *Queries) AccountListIDsAfter(ctx context.Context, arg AccountListIDsAfterParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, accountListIDsAfter, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const accountRotateAPIKey = `-- name: AccountRotateAPIKey :one
+UPDATE accounts
+SET previous_api_key_hash       = api_key_hash,
+    previous_api_key_expires_at = $1,
+    api_key_hash                = $2,
+    api_key_rotated_at          = $3
+WHERE id = $4
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at
+`
+
+type AccountRotateAPIKeyParams struct {
+	PreviousExpiresAt *time.Time
+	ApiKeyHash        []byte
+	RotatedAt         *time.Time
+	ID                string
+}
+
+// The current key becomes the previous one, valid until
+// @previous_expires_at; an earlier previous key stops at once.
+func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIKeyParams) (Account, error) {
+	row := q.db.QueryRow(ctx, accountRotateAPIKey,
+		arg.PreviousExpiresAt,
+		arg.ApiKeyHash,
+		arg.RotatedAt,
+		arg.ID,
+	)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ApiKeyHash,
+		&i.StripeSecretEnc,
+		&i.StripeSecretHmac,
+		&i.WebhookSecretEnc,
+		&i.CreatedAt,
+		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
+	)
+	return i, err
+}
+
+const accountUpdateSecrets = `-- name: AccountUpdateSecrets :exec
+UPDATE accounts
+SET stripe_secret_enc = $1, stripe_secret_hmac = $2, webhook_secret_enc = $3
+WHERE id = $4
+`
+
+type AccountUpdateSecretsParams struct {
+	StripeSecretEnc  []byte
+	StripeSecretHmac []byte
+	WebhookSecretEnc []byte
+	ID               string
+}
+
+func (q *Queries) AccountUpdateSecrets(ctx context.Context, arg AccountUpdateSecretsParams) error {
+	_, err := q.db.Exec(ctx, accountUpdateSecrets,
+		arg.StripeSecretEnc,
+		arg.StripeSecretHmac,
+		arg.WebhookSecretEnc,
+		arg.ID,
+	)
+	return err
+}
+
+const encryptionCanaryGet = `-- name: EncryptionCanaryGet :one
+SELECT ciphertext FROM encryption_canary WHERE id
+`
+
+func (q *Queries) EncryptionCanaryGet(ctx context.Context) ([]byte, error) {
+	row := q.db.QueryRow(ctx, encryptionCanaryGet)
+	var ciphertext []byte
+	err := row.Scan(&ciphertext)
+	return ciphertext, err
+}
+
+const encryptionCanaryGetForUpdate = `-- name: EncryptionCanaryGetForUpdate :one
+SELECT ciphertext FROM encryption_canary WHERE id FOR UPDATE
+`
+
+func (q *Queries) EncryptionCanaryGetForUpdate(ctx context.Context) ([]byte, error) {
+	row := q.db.QueryRow(ctx, encryptionCanaryGetForUpdate)
+	var ciphertext []byte
+	err := row.Scan(&ciphertext)
+	return ciphertext, err
+}
+
+const encryptionCanaryInsert = `-- name: EncryptionCanaryInsert :exec
+INSERT INTO encryption_canary (ciphertext, updated_at) VALUES ($1, $2)
+ON CONFLICT (id) DO NOTHING
+`
+
+type EncryptionCanaryInsertParams struct {
+	Ciphertext []byte
+	UpdatedAt  time.Time
+}
+
+func (q *Queries) EncryptionCanaryInsert(ctx context.Context, arg EncryptionCanaryInsertParams) error {
+	_, err := q.db.Exec(ctx, encryptionCanaryInsert, arg.Ciphertext, arg.UpdatedAt)
+	return err
+}
+
+const encryptionCanaryUpdate = `-- name: EncryptionCanaryUpdate :exec
+UPDATE encryption_canary SET ciphertext = $1, updated_at = $2 WHERE id
+`
+
+type EncryptionCanaryUpdateParams struct {
+	Ciphertext []byte
+	UpdatedAt  time.Time
+}
+
+func (q *Queries) EncryptionCanaryUpdate(ctx context.Context, arg EncryptionCanaryUpdateParams) error {
+	_, err := q.db.Exec(ctx, encryptionCanaryUpdate, arg.Ciphertext, arg.UpdatedAt)
+	return err
 }

@@ -9,14 +9,17 @@ import (
 )
 
 type Account struct {
-	ID               string
-	Name             string
-	ApiKeyHash       []byte
-	StripeSecretEnc  []byte
-	StripeSecretHmac []byte
-	WebhookSecretEnc []byte
-	CreatedAt        time.Time
-	EventsReadSeq    int64
+	ID                      string
+	Name                    string
+	ApiKeyHash              []byte
+	StripeSecretEnc         []byte
+	StripeSecretHmac        []byte
+	WebhookSecretEnc        []byte
+	CreatedAt               time.Time
+	EventsReadSeq           int64
+	PreviousApiKeyHash      []byte
+	PreviousApiKeyExpiresAt *time.Time
+	ApiKeyRotatedAt         *time.Time
 }
 
 type AccountEventSeq struct {
@@ -53,6 +56,12 @@ type AuditLog struct {
 	Action    string
 	Reason    string
 	Details   []byte
+}
+
+type EncryptionCanary struct {
+	ID         bool
+	Ciphertext []byte
+	UpdatedAt  time.Time
 }
 
 type Event struct {
@@ -105,6 +114,17 @@ type Payment struct {
 	CreatedAt              time.Time
 	UpdatedAt              time.Time
 	ProviderAmountRefunded int64
+}
+
+type PaymentStatusCount struct {
+	Status string
+	N      int64
+}
+
+type PaymentStatusDelta struct {
+	ID     int64
+	Status string
+	Delta  int32
 }
 
 type Refund struct {

@@ -237,13 +237,32 @@ func stripeMock(t *testing.T) string {
 	t.Helper()
 	bin := findStripeMock()
 	if bin == "" {
-		t.Skip("stripe-mock not installed: run make tools")
+		missingStripeMock(t, os.Getenv)
 	}
 	mock.once.Do(func() { mock.url, mock.err = startStripeMock(bin) })
 	if mock.err != nil {
 		t.Fatalf("start stripe-mock: %v", mock.err)
 	}
 	return mock.url
+}
+
+// skipper is the part of testing.TB that missingStripeMock uses.
+type skipper interface {
+	Helper()
+	Skip(args ...any)
+	Fatal(args ...any)
+}
+
+// missingStripeMock skips the test on a developer's machine, but fails it
+// in CI (CI=true) or under scripts/test.sh (REQUIRE_STRIPE_MOCK=1): a run
+// that skipped the adapter's wire tests must not pass as a full one.
+func missingStripeMock(t skipper, getenv func(string) string) {
+	t.Helper()
+	if getenv("REQUIRE_STRIPE_MOCK") == "1" || getenv("CI") == "true" {
+		t.Fatal("stripe-mock is required (REQUIRE_STRIPE_MOCK=1 or CI=true) but not installed: run make tools, or set STRIPE_MOCK_BIN")
+		return
+	}
+	t.Skip("stripe-mock not installed: run make tools")
 }
 
 func findStripeMock() string {
@@ -422,5 +441,30 @@ func TestResentCallCountsAsRecovery(t *testing.T) {
 	single := New(Config{APIBase: srv.URL})
 	if res := single.Authorize(context.Background(), creds, authReq()); res.Answer != provider.AnswerCredentials || res.Resent {
 		t.Fatalf("single send: answer %q resent %v, want credentials, not re-sent", res.Answer, res.Resent)
+	}
+}
+
+type recordingT struct{ skipped, failed bool }
+
+func (r *recordingT) Helper()      {}
+func (r *recordingT) Skip(...any)  { r.skipped = true }
+func (r *recordingT) Fatal(...any) { r.failed = true }
+
+func TestMissingStripeMockFailsWhenRequired(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env        map[string]string
+		wantFailed bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"REQUIRE_STRIPE_MOCK": "0"}, false},
+		{map[string]string{"REQUIRE_STRIPE_MOCK": "1"}, true},
+		{map[string]string{"CI": "true"}, true},
+	} {
+		var r recordingT
+		missingStripeMock(&r, func(k string) string { return tc.env[k] })
+		if r.failed != tc.wantFailed || r.skipped == tc.wantFailed {
+			t.Errorf("env %v: failed %v, skipped %v; want failed %v", tc.env, r.failed, r.skipped, tc.wantFailed)
+		}
 	}
 }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/postgres"
+)
+
+// accountsCommand runs `payments accounts <command>`. Flags are checked
+// before any setting is read, so a mistake is named first.
+func accountsCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, groupUsage("accounts"))
+		return usageErrorf("accounts: a command is required")
+	}
+	var runIt func(*account.Service) error
+	switch args[0] {
+	case "create":
+		fs := flag.NewFlagSet("accounts create", flag.ContinueOnError)
+		name := fs.String("name", "", "account name")
+		key := fs.String("stripe-key", "", "the account's Stripe secret key (sk_…)")
+		whsec := fs.String("webhook-secret", "", "the account's Stripe webhook signing secret (whsec_…)")
+		if err := parseFlags(fs, args[1:], "name", "stripe-key"); err != nil {
+			return err
+		}
+		if err := checkCredentialFlags(*key, *whsec); err != nil {
+			return err
+		}
+		runIt = func(s *account.Service) error {
+			a, apiKey, err := s.Create(ctx, *name, *key, *whsec)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(stdout).Encode(map[string]string{"id": a.ID, "api_key": apiKey})
+		}
+	case "list":
+		fs := flag.NewFlagSet("accounts list", flag.ContinueOnError)
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		runIt = func(s *account.Service) error {
+			list, err := s.List(ctx)
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(stdout)
+			for _, a := range list {
+				if err := enc.Encode(a); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	case "rotate-api-key":
+		fs := flag.NewFlagSet("accounts rotate-api-key", flag.ContinueOnError)
+		id := fs.String("account", "", "the account's id (acct_…)")
+		grace := fs.Duration("grace", account.DefaultRotationGrace, "how long the old key stays valid")
+		if err := parseFlags(fs, args[1:], "account"); err != nil {
+			return err
+		}
+		if *grace < 0 {
+			return usageErrorf("accounts rotate-api-key: --grace must not be negative, not %s", *grace)
+		}
+		runIt = func(s *account.Service) error {
+			apiKey, until, err := s.RotateAPIKey(ctx, *id, *grace)
+			if err != nil {
+				return fmt.Errorf("accounts rotate-api-key: %s: %w", *id, err)
+			}
+			return json.NewEncoder(stdout).Encode(struct {
+				ID         string    `json:"id"`
+				APIKey     string    `json:"api_key"`
+				ValidUntil time.Time `json:"previous_api_key_valid_until"`
+			}{*id, apiKey, until.UTC()})
+		}
+	case "reencrypt":
+		fs := flag.NewFlagSet("accounts reencrypt", flag.ContinueOnError)
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		cfg, err := loadConfig(getenv)
+		if err != nil {
+			return err
+		}
+		return accountsReencrypt(ctx, cfg, stdout, stderr)
+	default:
+		fmt.Fprint(stderr, groupUsage("accounts"))
+		return usageErrorf("unknown command %q", "accounts "+args[0])
+	}
+
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := postgres.Migrate(ctx, db); err != nil {
+		return err
+	}
+	s, err := openAccounts(ctx, db, cfg, nil)
+	if err != nil {
+		return err
+	}
+	return runIt(s)
+}
+
+// checkCredentialFlags names the flag of a malformed provider secret, so
+// an operator sees which one to fix; the secret itself is never printed.
+func checkCredentialFlags(stripeKey, webhookSecret string) error {
+	if err := account.CheckStripeSecretKey(stripeKey); err != nil {
+		return usageErrorf("--stripe-key %v", err)
+	}
+	if webhookSecret != "" {
+		if err := account.CheckWebhookSecret(webhookSecret); err != nil {
+			return usageErrorf("--webhook-secret %v", err)
+		}
+	}
+	return nil
+}
