@@ -232,4 +232,3 @@ func voucherPDF(v hostedView) []byte {
 func pdfEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "(", `\(`, ")", `\)`).Replace(s)
 }
-

@@ -153,7 +153,7 @@ type account struct {
 	key         string
 	intents     map[string]*intentRecord
 	waiting     map[string]*intentRecord // Pix and Boleto intents that can still expire
-	order       []*intentRecord // creation order
+	order       []*intentRecord          // creation order
 	refunds     map[string]*refund
 	refundOrder []*refund // refunds in creation order
 	keys        map[string]*idemEntry

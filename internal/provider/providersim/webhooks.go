@@ -67,11 +67,11 @@ func (h *webhookState) init() {
 
 // eventJSON is an Event as Stripe serializes it.
 type eventJSON struct {
-	ID              string `json:"id"`
-	Object          string `json:"object"`
-	APIVersion      string `json:"api_version"`
-	Created         int64  `json:"created"`
-	Data            struct {
+	ID         string `json:"id"`
+	Object     string `json:"object"`
+	APIVersion string `json:"api_version"`
+	Created    int64  `json:"created"`
+	Data       struct {
 		Object *intentJSON `json:"object"`
 	} `json:"data"`
 	Livemode        bool `json:"livemode"`
