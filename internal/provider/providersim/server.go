@@ -3,6 +3,19 @@
 // confirm, retrieve, capture, cancel, search) and refunds (create, retrieve,
 // list).
 //
+// Payments that wait for the customer work as at Stripe: the test cards
+// pm_card_threeDSecure2Required and pm_card_authenticationRequired answer
+// requires_action with next_action redirect_to_url (a hosted challenge page
+// with Approve and Fail that sends the customer back to return_url) or, without
+// a return_url, use_stripe_sdk; payment_method_data[type]=pix answers
+// pix_display_qr_code (a real QR code image and an instructions page) and
+// payment_method_data[type]=boleto answers boleto_display_details (a voucher
+// page and PDF). Pay, Fail, Expire and MarkProcessing (and /_sim/intents/{id}/…)
+// play the customer's part. Every transition makes the Stripe event with the
+// intent as data.object and POSTs it, signed as Stripe signs, to the endpoint
+// registered for the secret key; deliveries can be duplicated, held and
+// released in reverse order.
+//
 // It honours Idempotency-Key per secret key the way Stripe does, keeps each
 // secret key's objects apart, counts every effect, and lets tests inject
 // faults (lost responses, delays, 5xx, 429, held requests) at the moments that
@@ -31,11 +44,30 @@
 //     objects or idempotency keys, whereas at Stripe a rolled key reaches the
 //     same account. Restricted (rk_) and publishable keys are rejected as
 //     invalid; ForbidSecret gives a secret key a restricted key's 403s.
-//   - Only test payment methods (pm_card_visa, pm_card_chargeDeclined, ...)
-//     exist. Intents are confirmed at creation or not at all: no confirm
-//     endpoint, no requires_action or processing, no 3-D Secure.
-//   - Refunds succeed at once: never pending or failed, and no
-//     charge.refunded or other events, as there are no webhooks at all.
+//   - Only test payment methods (pm_card_visa, pm_card_chargeDeclined, the
+//     3-D Secure cards above, ...) and payment_method_data of type pix or
+//     boleto exist. Intents are confirmed at creation or not at all: there is
+//     no confirm endpoint, so a failed challenge or an expired Pix cannot be
+//     retried on the same intent (create another). Pix and Boleto take BRL
+//     and automatic capture only; a Boleto tax_id is checked for 11 or 14
+//     digits, not for its check digits.
+//   - An unpaid Pix or Boleto expires when the simulator's clock passes its
+//     expires_at (on Advance, or on the next request that touches the
+//     account) or on Expire: as Stripe documents for vouchers, it goes back
+//     to requires_payment_method with last_payment_error
+//     payment_intent_payment_attempt_expired and payment_intent.payment_failed,
+//     and can then be canceled but never paid. A Boleto in processing does
+//     not expire. Pix and Boleto codes are made up (the Pix code has the BR
+//     Code layout and CRC), and a Boleto is due at 23:59:59 São Paulo time.
+//   - Events: only PaymentIntent events (payment_intent.requires_action,
+//     .processing, .succeeded, .amount_capturable_updated, .payment_failed,
+//     .canceled); no payment_intent.created, charge.* or refund events.
+//     Refunds succeed at once, never pending or failed. Events carry
+//     api_version EventAPIVersion (stripe-go v76's) and created by the
+//     simulator's clock, but are signed with the wall clock so that
+//     stripe-go's tolerance check passes after the clock was moved. One
+//     endpoint per secret key (RegisterWebhookEndpoint), one attempt per
+//     delivery, in event order, with no retries: Redeliver resends.
 //   - Search supports metadata, status and currency clauses joined by AND,
 //     and its page tokens are offsets. Lists filter by payment_intent or
 //     charge and ignore created and expand; an unknown payment_intent or
@@ -70,6 +102,13 @@ type Options struct {
 	RandomFaults RandomFaults
 	// Logger, when set, receives one record per API request.
 	Logger *slog.Logger
+	// BaseURL is where the hosted pages (3-D Secure challenge, Pix
+	// instructions, Boleto voucher) are reached, as put in next_action.
+	// Default: http:// and the Host of the request that created the intent.
+	BaseURL string
+	// WebhookClient sends webhook deliveries. Default: a client with a 10s
+	// timeout.
+	WebhookClient *http.Client
 }
 
 // RandomFaults are per-request probabilities of a fault on mutating (POST)
@@ -138,17 +177,21 @@ type Server struct {
 	nextID    int
 	random    RandomFaults
 	rng       *rand.Rand
+	hooks     webhookState
 }
 
 // account is the state of one secret key.
 type account struct {
+	key         string
 	intents     map[string]*intentRecord
-	order       []*intentRecord // creation order
+	waiting     map[string]*intentRecord // Pix and Boleto intents that can still expire
+	order       []*intentRecord          // creation order
 	refunds     map[string]*refund
 	refundOrder []*refund // refunds in creation order
 	keys        map[string]*idemEntry
 	swept       time.Time
 	stats       Stats
+	events      []Event
 }
 
 // New returns a Server with no objects and no faults.
@@ -159,8 +202,12 @@ func New(opts Options) *Server {
 	if opts.KeyRetention <= 0 {
 		opts.KeyRetention = 24 * time.Hour
 	}
+	if opts.WebhookClient == nil {
+		opts.WebhookClient = &http.Client{Timeout: 10 * time.Second}
+	}
 	s := &Server{opts: opts, accounts: map[string]*account{}, byID: map[int]*Injected{},
 		revoked: map[string]bool{}, forbidden: map[string]map[string]bool{}}
+	s.hooks.init()
 	s.SetRandomFaults(opts.RandomFaults)
 
 	m := http.NewServeMux()
@@ -258,7 +305,8 @@ func (s *Server) SetRandomFaults(rf RandomFaults) {
 func (s *Server) account(key string) *account {
 	a := s.accounts[key]
 	if a == nil {
-		a = &account{intents: map[string]*intentRecord{}, refunds: map[string]*refund{}, keys: map[string]*idemEntry{}}
+		a = &account{key: key, intents: map[string]*intentRecord{}, refunds: map[string]*refund{},
+			keys: map[string]*idemEntry{}, waiting: map[string]*intentRecord{}}
 		s.accounts[key] = a
 	}
 	return a
@@ -267,6 +315,7 @@ func (s *Server) account(key string) *account {
 // call is what an endpoint sees of a request.
 type call struct {
 	id      string // path parameter
+	base    string // Options.BaseURL or the request's scheme and host
 	form    map[string][]string
 	idemKey string
 	now     time.Time
@@ -323,7 +372,7 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 			s.reply(w, rec, rejected(&apiError{Type: invalidRequest, Message: "Invalid request body: " + err.Error()}))
 			return
 		}
-		c := &call{id: r.PathValue("id"), form: r.Form}
+		c := &call{id: r.PathValue("id"), form: r.Form, base: s.baseURL(r)}
 		mutating := r.Method == http.MethodPost
 		if mutating {
 			c.idemKey = rec.IdempotencyKey
@@ -377,6 +426,7 @@ func (s *Server) execute(key string, c *call, run runFunc, entry *idemEntry) res
 	defer s.mu.Unlock()
 	a := s.account(key)
 	c.now = s.now()
+	s.expireDue(a, c.now)
 	res := run(s, a, c)
 	if entry != nil {
 		if res.final {
@@ -421,6 +471,18 @@ func (s *Server) record(rec *Request) {
 			"idempotency_key", rec.IdempotencyKey, "replayed", rec.Replayed,
 			"fault", string(rec.Fault), "status", rec.Status)
 	}
+}
+
+// baseURL is where hosted pages are reached from the customer's browser.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.opts.BaseURL != "" {
+		return strings.TrimSuffix(s.opts.BaseURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // secretKey reads a Bearer token, or HTTP basic auth with the key as user.
