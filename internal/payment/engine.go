@@ -265,8 +265,10 @@ func (s *Service) respond(ctx context.Context, tx Tx, p *Payment, a *Attempt) (i
 	)
 	switch a.Operation {
 	case OpAuthorize:
+		// A payment that waits for the customer has its answer: 201 with
+		// what the customer must do.
 		status = http.StatusCreated
-		if !p.Status.Final() {
+		if p.Status == StatusProcessing || p.Status == StatusUnknown {
 			status = http.StatusAccepted
 		}
 	case OpRefund:

@@ -16,6 +16,12 @@ type Status string
 const (
 	StatusProcessing Status = "processing"
 	StatusUnknown    Status = "unknown"
+	// StatusRequiresAction: the customer must act (3-D Secure, scan a Pix
+	// QR code, pay a Boleto voucher).
+	StatusRequiresAction Status = "requires_action"
+	// StatusPending: the provider is processing asynchronously; nothing for
+	// the customer to do.
+	StatusPending    Status = "pending"
 	StatusAuthorized Status = "authorized"
 	StatusCaptured   Status = "captured"
 	StatusDeclined   Status = "declined"
@@ -23,13 +29,24 @@ const (
 	StatusCanceled   Status = "canceled"
 )
 
-// Final reports whether the provider outcome is known.
-func (s Status) Final() bool { return s != StatusProcessing && s != StatusUnknown }
+// Final reports whether the payment's outcome is settled for clients.
+func (s Status) Final() bool {
+	switch s {
+	case StatusProcessing, StatusUnknown, StatusRequiresAction, StatusPending:
+		return false
+	}
+	return true
+}
+
+// Waiting reports whether the provider accepted the payment and it waits
+// for the customer or the provider: the create has its answer, the outcome
+// is still to come.
+func (s Status) Waiting() bool { return s == StatusRequiresAction || s == StatusPending }
 
 // Live statuses block a second payment for the same order.
 func (s Status) Live() bool {
 	switch s {
-	case StatusProcessing, StatusUnknown, StatusAuthorized, StatusCaptured:
+	case StatusProcessing, StatusUnknown, StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured:
 		return true
 	}
 	return false
@@ -38,9 +55,13 @@ func (s Status) Live() bool {
 // transitions lists every allowed change. Every path (API, retry,
 // reconciler, webhook, admin) goes through CanTransition.
 var transitions = map[Status][]Status{
-	StatusProcessing: {StatusUnknown, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
-	StatusUnknown:    {StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
-	StatusAuthorized: {StatusCaptured, StatusCanceled},
+	StatusProcessing: {StatusUnknown, StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
+	// An unknown outcome, once learned, may be any the first answer could
+	// have been.
+	StatusUnknown:        {StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
+	StatusRequiresAction: {StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusCanceled},
+	StatusPending:        {StatusAuthorized, StatusCaptured, StatusFailed, StatusCanceled},
+	StatusAuthorized:     {StatusCaptured, StatusCanceled},
 	// Only an audited ops replay, after the provider proved the last
 	// attempt had no effect, starts a new attempt on a final payment.
 	StatusDeclined: {StatusProcessing},

@@ -281,7 +281,7 @@ func ParseStatuses(v string) ([]Status, error) {
 	for _, part := range strings.Split(v, ",") {
 		st := Status(strings.TrimSpace(part))
 		switch st {
-		case StatusProcessing, StatusUnknown, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled:
+		case StatusProcessing, StatusUnknown, StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled:
 			out = append(out, st)
 		default:
 			return nil, fieldError("status", "must be a comma-separated list of payment statuses")
