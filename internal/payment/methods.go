@@ -2,6 +2,8 @@ package payment
 
 import (
 	"fmt"
+
+	"github.com/acmepay/payments/internal/provider"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -27,21 +29,19 @@ const (
 // maxDetailLen bounds each free-text field of billing details.
 const maxDetailLen = 200
 
-// BillingDetails identify the payer; Boleto requires them.
-type BillingDetails struct {
-	Name    string  `json:"name"`
-	Email   string  `json:"email"`
-	TaxID   string  `json:"tax_id"` // CPF or CNPJ, digits only
-	Address Address `json:"address"`
-}
+// BillingDetails identify the payer; Boleto requires them. TaxID holds
+// the digits of a CPF or CNPJ.
+type BillingDetails = provider.BillingDetails
 
 // Address is the payer's billing address.
-type Address struct {
-	Line1      string `json:"line1"`
-	City       string `json:"city"`
-	State      string `json:"state"`
-	PostalCode string `json:"postal_code"`
-	Country    string `json:"country"`
+type Address = provider.Address
+
+// MethodOptions is what an authorization carries beyond a card token;
+// every attempt of the payment sends it again.
+type MethodOptions struct {
+	ReturnURL      string          `json:"return_url,omitempty"`
+	ExpiresIn      int64           `json:"expires_in,omitempty"`
+	BillingDetails *BillingDetails `json:"billing_details,omitempty"`
 }
 
 type billingBody struct {
