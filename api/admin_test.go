@@ -220,7 +220,7 @@ func TestAdmin(t *testing.T) {
 	t.Run("ListsStuckPaymentsOfAnyAccount", func(t *testing.T) {
 		t.Parallel()
 		e := apitest.New(t, apitest.Options{})
-		_, otherKey := e.CreateAccount("Loja Dois", "sk_test_other_"+t.Name())
+		_, otherKey := e.CreateAccount("Loja Dois", "sk_test_other_"+apitest.SecretSuffix(t))
 		e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.Error500BeforeEffect, Times: 1})
 		stuck := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-stuck", Bearer: otherKey,
 			Body: createBody("pedido-stuck", 2000)})

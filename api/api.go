@@ -81,7 +81,9 @@ func (s *Server) Handler() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.Registry,
+		// A collector in error must not take the other series down with it.
+		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 
 	// Every POST takes a body; identityBody refuses it compressed.
 	r.Route("/v1", func(r chi.Router) {

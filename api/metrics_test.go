@@ -4,14 +4,18 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acmepay/payments/internal/apitest"
+	"github.com/acmepay/payments/internal/postgres/postgrestest"
 	"github.com/acmepay/payments/internal/provider/providersim"
 	"github.com/acmepay/payments/internal/reconcile"
+	"github.com/jackc/pgx/v5"
 )
 
 // sample is one series of a scrape.
@@ -25,6 +29,17 @@ type sample struct {
 type scrape []sample
 
 func scrapeMetrics(t *testing.T, e *apitest.Env) scrape {
+	t.Helper()
+	// serve refreshes the database-derived gauges on a timer; a test
+	// refreshes them now, so each scrape shows the state it just made.
+	if err := e.Metrics.RefreshDatabase(context.Background()); err != nil {
+		t.Fatalf("refresh database gauges: %v", err)
+	}
+	return scrapeOnly(t, e)
+}
+
+// scrapeOnly reads /metrics as it is, without a refresh.
+func scrapeOnly(t *testing.T, e *apitest.Env) scrape {
 	t.Helper()
 	resp, err := http.Get(e.URL + "/metrics")
 	if err != nil {
@@ -333,4 +348,76 @@ func TestMetricsEventBacklog(t *testing.T) {
 	if got := sc.get("payments_events_backlog_age_seconds"); got != 0 {
 		t.Fatalf("backlog age = %v with nothing unread, want 0", got)
 	}
+}
+
+// TestMetricsWhileDatabaseDown: with PostgreSQL unreachable /metrics still
+// answers 200 with the process series and the last known database-derived
+// values, and says how old they are. It used to answer 500 with nothing.
+func TestMetricsWhileDatabaseDown(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{})
+	wantStatus(t, create(e, "k-1", createBody("pedido-1", 2000)), http.StatusCreated)
+	before := scrapeMetrics(t, e)
+	if got := before.get("payments_by_status", "status", "authorized"); got != 1 {
+		t.Fatalf("payments_by_status{authorized} = %v, want 1", got)
+	}
+	if before.get("payments_database_gauges_refreshed_timestamp_seconds") == 0 {
+		t.Fatal("no refresh time after a refresh")
+	}
+
+	// Make the test database unreachable: refuse new connections and end
+	// the open ones, as an outage does.
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	dbName := databaseName(t, e.DBURL)
+	if _, err := admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{dbName}.Sanitize()+` ALLOW_CONNECTIONS false`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), `ALTER DATABASE `+pgx.Identifier{dbName}.Sanitize()+` ALLOW_CONNECTIONS true`)
+	})
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, dbName); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Metrics.RefreshDatabase(ctx); err == nil {
+		t.Fatal("the database gauges refreshed with the database unreachable")
+	}
+
+	down := scrapeOnly(t, e) // fails the test unless 200
+	for _, name := range []string{"process_resident_memory_bytes", "go_goroutines", "payments_http_requests_total",
+		"payments_database_gauges_age_seconds"} {
+		if !down.has(name) {
+			t.Errorf("no %s while the database is down", name)
+		}
+	}
+	if got := down.get("payments_by_status", "status", "authorized"); got != 1 {
+		t.Errorf("payments_by_status{authorized} = %v while down, want the last known 1", got)
+	}
+	if got := down.get("payments_database_gauges_refresh_failures_total"); got < 1 {
+		t.Errorf("refresh failures = %v, want at least 1", got)
+	}
+	if down.get("payments_database_gauges_refreshed_timestamp_seconds") != before.get("payments_database_gauges_refreshed_timestamp_seconds") {
+		t.Error("the refresh time moved without a refresh")
+	}
+}
+
+// serverURL is the PostgreSQL server the test databases live on.
+func serverURL(t *testing.T) string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return postgrestest.DefaultURL
+}
+
+func databaseName(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Path, "/")
 }

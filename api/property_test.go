@@ -42,7 +42,7 @@ func TestPropertyProviderMatchesRecords(t *testing.T) {
 func runProperty(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	e := proofEnv(t, apitest.Options{})
-	w := &webhookEnv{Env: e, stripeKey: fmt.Sprintf("sk_test_prop_%d_%s", seed, t.Name()), secret: fmt.Sprintf("whsec_prop_%d", seed)}
+	w := &webhookEnv{Env: e, stripeKey: fmt.Sprintf("sk_test_prop_%d_%s", seed, apitest.SecretSuffix(t)), secret: fmt.Sprintf("whsec_prop_%d", seed)}
 	a, key, err := e.Accounts.Create(context.Background(), "Loja Propriedade", w.stripeKey, w.secret)
 	if err != nil {
 		t.Fatalf("create account: %v", err)

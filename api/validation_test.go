@@ -111,7 +111,7 @@ func TestCreateRejectsBadInput(t *testing.T) {
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
-	_, otherKey := e.CreateAccount("Loja Dois", "sk_test_other_"+t.Name())
+	_, otherKey := e.CreateAccount("Loja Dois", "sk_test_other_"+apitest.SecretSuffix(t))
 
 	mine := create(e, "shared-key", createBody("pedido-t", 2000))
 	wantStatus(t, mine, http.StatusCreated)
@@ -163,5 +163,44 @@ func TestAdminAccounts(t *testing.T) {
 	}
 	if stored != 0 {
 		t.Fatalf("the provider secret is stored in clear")
+	}
+}
+
+// A secret differing only by white space is another spelling of the same
+// Stripe account: it must be refused, never stored beside the clean one.
+func TestAdminAccountsRefuseMalformedSecrets(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{})
+	post := func(body string) *apitest.Response {
+		return e.Do(apitest.Request{Method: http.MethodPost, Path: "/admin/v1/accounts", Bearer: apitest.AdminToken, Body: body})
+	}
+	wantStatus(t, post(`{"name":"Loja","stripe_secret_key":"sk_test_spaced_one"}`), http.StatusCreated)
+	for _, c := range []struct{ body, field string }{
+		{`{"name":"Copia","stripe_secret_key":"sk_test_spaced_one "}`, "stripe_secret_key"},
+		{`{"name":"Copia","stripe_secret_key":"sk_test_spaced_one\n"}`, "stripe_secret_key"},
+		{`{"name":"Copia","stripe_secret_key":" sk_test_spaced_one"}`, "stripe_secret_key"},
+		{`{"name":"Copia","stripe_secret_key":"sk_test_spaced one"}`, "stripe_secret_key"},
+		{`{"name":"Copia","stripe_secret_key":"pk_test_spaced_one"}`, "stripe_secret_key"},
+		{`{"name":"Copia","stripe_secret_key":"sk_test_spaced_two","webhook_secret":"whsec_abcd\r\n"}`, "webhook_secret"},
+	} {
+		r := post(c.body)
+		if r.Status != http.StatusBadRequest || r.Code(t) != "invalid_request" {
+			t.Errorf("%s: %d %s, want 400 invalid_request", c.body, r.Status, r.Body)
+			continue
+		}
+		errs, _ := r.JSON(t)["errors"].([]any)
+		if len(errs) != 1 || errs[0].(map[string]any)["field"] != c.field {
+			t.Errorf("%s: errors %v, want one naming %s", c.body, errs, c.field)
+		}
+		if strings.Contains(string(r.Body), "spaced") {
+			t.Errorf("%s: the answer echoes the secret: %s", c.body, r.Body)
+		}
+	}
+	var n int
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM accounts`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 { // the harness's account and the clean one
+		t.Fatalf("%d accounts stored, want 2", n)
 	}
 }

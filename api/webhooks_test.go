@@ -30,8 +30,8 @@ type webhookEnv struct {
 func newWebhookEnv(t *testing.T) *webhookEnv {
 	t.Helper()
 	e := apitest.New(t, apitest.Options{})
-	w := &webhookEnv{Env: e, stripeKey: "sk_test_wh_" + strings.ReplaceAll(t.Name(), "/", "_"),
-		secret: "whsec_" + strings.ReplaceAll(t.Name(), "/", "_")}
+	w := &webhookEnv{Env: e, stripeKey: "sk_test_wh_" + apitest.SecretSuffix(t),
+		secret: "whsec_" + apitest.SecretSuffix(t)}
 	a, key, err := e.Accounts.Create(context.Background(), "Loja Webhook", w.stripeKey, w.secret)
 	if err != nil {
 		t.Fatalf("create account: %v", err)
@@ -318,7 +318,7 @@ func TestWebhookSignature(t *testing.T) {
 		t.Parallel()
 		w := newWebhookEnv(t)
 		id, piID := w.authorized(t, "pedido-sig")
-		other, _, err := w.Accounts.Create(context.Background(), "Outra Loja", "sk_test_other_"+strings.ReplaceAll(t.Name(), "/", "_"), "whsec_other")
+		other, _, err := w.Accounts.Create(context.Background(), "Outra Loja", "sk_test_other_"+apitest.SecretSuffix(t), "whsec_other")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,6 +29,9 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 		if err := parseFlags(fs, args[1:], "name", "stripe-key"); err != nil {
 			return err
 		}
+		if err := checkCredentialFlags(*key, *whsec); err != nil {
+			return err
+		}
 		runIt = func(s *account.Service) error {
 			a, apiKey, err := s.Create(ctx, *name, *key, *whsec)
 			if err != nil {
@@ -75,6 +78,16 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 				ValidUntil time.Time `json:"previous_api_key_valid_until"`
 			}{*id, apiKey, until.UTC()})
 		}
+	case "reencrypt":
+		fs := flag.NewFlagSet("accounts reencrypt", flag.ContinueOnError)
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		cfg, err := loadConfig(getenv)
+		if err != nil {
+			return err
+		}
+		return accountsReencrypt(ctx, cfg, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, groupUsage("accounts"))
 		return usageErrorf("unknown command %q", "accounts "+args[0])
@@ -92,9 +105,23 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 	if err := postgres.Migrate(ctx, db); err != nil {
 		return err
 	}
-	s, err := account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil)
+	s, err := openAccounts(ctx, db, cfg, nil)
 	if err != nil {
 		return err
 	}
 	return runIt(s)
+}
+
+// checkCredentialFlags names the flag of a malformed provider secret, so
+// an operator sees which one to fix; the secret itself is never printed.
+func checkCredentialFlags(stripeKey, webhookSecret string) error {
+	if err := account.CheckStripeSecretKey(stripeKey); err != nil {
+		return usageErrorf("--stripe-key %v", err)
+	}
+	if webhookSecret != "" {
+		if err := account.CheckWebhookSecret(webhookSecret); err != nil {
+			return usageErrorf("--webhook-secret %v", err)
+		}
+	}
+	return nil
 }

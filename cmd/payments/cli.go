@@ -54,6 +54,14 @@ api_key_rotated_at and previous_api_key_valid_until (while the old key is
 still accepted). Decrypts nothing and prints no key or secret.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
+	{name: "accounts reencrypt", synopsis: "",
+		summary: "re-encrypt every stored secret with ENCRYPTION_KEY after a key rotation",
+		details: `Run after setting ENCRYPTION_KEY to the new key and ENCRYPTION_KEY_PREVIOUS
+to the old one; prints {"examined":…,"reencrypted":…,"canary_reencrypted":…}.
+Safe to run again, or on two machines at once. Then unset
+ENCRYPTION_KEY_PREVIOUS.
+
+settings: DATABASE_URL, ENCRYPTION_KEY (required), ENCRYPTION_KEY_PREVIOUS.`},
 	{name: "accounts rotate-api-key", synopsis: "--account ID [--grace D]",
 		summary: "give an account a new API key, printed once; the old one stays valid for a grace period",
 		details: `Prints {"id":…,"api_key":…,"previous_api_key_valid_until":…}. The old key is

@@ -11,18 +11,21 @@ import (
 
 // config is every setting, read from the environment.
 type config struct {
-	DatabaseURL          string
-	HTTPAddr             string
-	AdminToken           string
-	StripeAPIBase        string
-	EncryptionKey        []byte
-	ProviderTimeout      time.Duration
-	InProgressLease      time.Duration
-	ProviderKeyRetention time.Duration
-	ResponseTTL          time.Duration
-	TombstoneTTL         time.Duration
-	ReconcileInterval    time.Duration
-	ReconcileAfter       time.Duration
+	DatabaseURL   string
+	HTTPAddr      string
+	AdminToken    string
+	StripeAPIBase string
+	EncryptionKey []byte
+	// EncryptionKeyPrevious opens secrets not yet moved to EncryptionKey
+	// during a key rotation; nil outside one.
+	EncryptionKeyPrevious []byte
+	ProviderTimeout       time.Duration
+	InProgressLease       time.Duration
+	ProviderKeyRetention  time.Duration
+	ResponseTTL           time.Duration
+	TombstoneTTL          time.Duration
+	ReconcileInterval     time.Duration
+	ReconcileAfter        time.Duration
 	// ReconcileMaxBackoff caps the pause between two tries of one attempt;
 	// ReconcileAlertAfter is the age at which an unresolved attempt is
 	// flagged for a person.
@@ -35,7 +38,13 @@ type config struct {
 	DBStatementTimeout         time.Duration
 	DBLockTimeout              time.Duration
 	DBIdleInTransactionTimeout time.Duration
-	LogLevel                   slog.Level
+	// Bounds of every HTTP connection, so slow or idle clients cannot hold
+	// connections for ever.
+	HTTPReadTimeout    time.Duration
+	HTTPWriteTimeout   time.Duration
+	HTTPIdleTimeout    time.Duration
+	HTTPMaxHeaderBytes int
+	LogLevel           slog.Level
 }
 
 // loadConfig returns the first bad or missing setting as one clear error.
@@ -61,6 +70,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("ENCRYPTION_KEY must be base64 of exactly 32 bytes (openssl rand -base64 32)")
 	}
 	c.EncryptionKey = key
+	if raw := getenv("ENCRYPTION_KEY_PREVIOUS"); raw != "" {
+		prev, err := base64.StdEncoding.DecodeString(raw)
+		if err != nil || len(prev) != 32 {
+			return c, fmt.Errorf("ENCRYPTION_KEY_PREVIOUS must be base64 of exactly 32 bytes, or unset")
+		}
+		c.EncryptionKeyPrevious = prev
+	}
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
@@ -80,6 +96,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout, 5 * time.Second},
 		{"DB_LOCK_TIMEOUT", &c.DBLockTimeout, 2 * time.Second},
 		{"DB_IDLE_IN_TRANSACTION_TIMEOUT", &c.DBIdleInTransactionTimeout, 10 * time.Second},
+		{"HTTP_READ_TIMEOUT", &c.HTTPReadTimeout, 15 * time.Second},
+		{"HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout, 60 * time.Second},
+		{"HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout, 120 * time.Second},
 	} {
 		*d.dst = d.def
 		v := getenv(d.name)
@@ -94,6 +113,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.ReconcileMaxBackoff < c.ReconcileAfter {
 		return c, fmt.Errorf("RECONCILE_MAX_BACKOFF (%s) must not be shorter than RECONCILE_AFTER (%s)", c.ReconcileMaxBackoff, c.ReconcileAfter)
+	}
+	if err := c.checkHTTP(getenv("HTTP_MAX_HEADER_BYTES")); err != nil {
+		return c, err
 	}
 	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
 		return c, err

@@ -228,6 +228,10 @@ func TestBadSettingStopsStartUp(t *testing.T) {
 		{"LOG_LEVEL=loud", "LOG_LEVEL"},
 		{"DB_LOCK_TIMEOUT=2", "DB_LOCK_TIMEOUT"},
 		{"DATABASE_URL=", "DATABASE_URL"},
+		{"ENCRYPTION_KEY_PREVIOUS=c2hvcnQ=", "ENCRYPTION_KEY_PREVIOUS"},
+		{"HTTP_WRITE_TIMEOUT=10s", "HTTP_WRITE_TIMEOUT"},
+		{"HTTP_IDLE_TIMEOUT=0s", "HTTP_IDLE_TIMEOUT"},
+		{"HTTP_MAX_HEADER_BYTES=lots", "HTTP_MAX_HEADER_BYTES"},
 	} {
 		cmd := exec.Command(bin, "serve")
 		cmd.Env = append(os.Environ(), "DATABASE_URL=postgres://127.0.0.1:1/x", "ENCRYPTION_KEY="+key, c.env)

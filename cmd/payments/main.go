@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -123,7 +122,7 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
-	if a.accounts, err = account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil); err != nil {
+	if a.accounts, err = openAccounts(ctx, db, cfg, log); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -175,11 +174,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); a.reconciler.Run(workers) }()
 	go func() { defer wg.Done(); a.purger.Run(workers) }()
+	go func() { defer wg.Done(); a.metrics.RunDatabaseRefresh(workers, metrics.DatabaseRefreshInterval, log) }()
 
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(cfg, srv.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))

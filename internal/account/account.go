@@ -5,8 +5,6 @@ package account
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -64,14 +62,16 @@ type Store interface {
 	// AccountRotateAPIKey makes newHash the current key and the current
 	// one the previous key, accepted until previousExpiresAt.
 	AccountRotateAPIKey(ctx context.Context, id string, newHash []byte, previousExpiresAt, rotatedAt time.Time) (Row, error)
+	keyStore
 }
 
 // Service creates and authenticates accounts.
 type Service struct {
 	store Store
-	aead  cipher.AEAD
-	mac   []byte
-	now   func() time.Time
+	// current seals; previous (ENCRYPTION_KEY_PREVIOUS, during a key
+	// rotation) only opens what current cannot.
+	current, previous *sealer
+	now               func() time.Time
 	// keys caches authenticated API keys by hash for cacheTTL: every
 	// request authenticates, and an account's secrets never change in
 	// place (a rotated key's grace is far longer than the cache).
@@ -87,28 +87,24 @@ type cachedAccount struct {
 }
 
 // NewService takes the 32-byte ENCRYPTION_KEY.
-func NewService(store Store, encryptionKey []byte, now func() time.Time) (*Service, error) {
+func NewService(store Store, encryptionKey []byte, now func() time.Time, opts ...Option) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("account: store is required")
 	}
-	if len(encryptionKey) != 32 {
-		return nil, errors.New("account: the encryption key must be 32 bytes")
-	}
-	block, err := aes.NewCipher(encryptionKey)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
+	current, err := newSealer(encryptionKey)
 	if err != nil {
 		return nil, err
 	}
 	if now == nil {
 		now = time.Now
 	}
-	// A key derived for fingerprints, so the HMAC never reuses the AES key.
-	m := hmac.New(sha256.New, encryptionKey)
-	m.Write([]byte("provider-credential-fingerprint"))
-	return &Service{store: store, aead: aead, mac: m.Sum(nil), now: now}, nil
+	s := &Service{store: store, current: current, now: now}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Create makes an account and returns it with its API key, shown only now.
@@ -121,11 +117,13 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	if !payment.ValidText(name) || payment.ContainsCardNumber(name) {
 		fe = append(fe, payment.FieldError{Field: "name", Message: "must be text without NUL characters or card numbers"})
 	}
-	if !strings.HasPrefix(stripeSecret, "sk_") && !strings.HasPrefix(stripeSecret, "rk_") {
-		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: "must be a Stripe secret key (sk_…)"})
+	if err := CheckStripeSecretKey(stripeSecret); err != nil {
+		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: err.Error()})
 	}
-	if webhookSecret != "" && !strings.HasPrefix(webhookSecret, "whsec_") {
-		fe = append(fe, payment.FieldError{Field: "webhook_secret", Message: "must be a Stripe webhook signing secret (whsec_…)"})
+	if webhookSecret != "" {
+		if err := CheckWebhookSecret(webhookSecret); err != nil {
+			fe = append(fe, payment.FieldError{Field: "webhook_secret", Message: err.Error()})
+		}
 	}
 	if len(fe) > 0 {
 		return Account{}, "", &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
@@ -134,9 +132,20 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	a := Account{ID: payment.NewID("acct"), Name: name, StripeSecret: stripeSecret,
 		WebhookSecret: webhookSecret, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
 	row := Row{ID: a.ID, Name: name, APIKeyHash: HashAPIKey(apiKey),
-		StripeSecretEnc: s.seal(stripeSecret), StripeSecretHMAC: s.fingerprint(stripeSecret), CreatedAt: a.CreatedAt}
+		StripeSecretEnc: s.current.seal(stripeSecret), StripeSecretHMAC: s.current.fingerprint(stripeSecret), CreatedAt: a.CreatedAt}
 	if webhookSecret != "" {
-		row.WebhookSecretEnc = s.seal(webhookSecret)
+		row.WebhookSecretEnc = s.current.seal(webhookSecret)
+	}
+	if s.previous != nil {
+		// Accounts not yet re-encrypted carry the fingerprint under the
+		// previous key, which the unique constraint cannot compare.
+		taken, err := s.store.AccountSecretHMACExists(ctx, s.previous.fingerprint(stripeSecret))
+		if err != nil {
+			return Account{}, "", err
+		}
+		if taken {
+			return Account{}, "", ErrCredentialsInUse
+		}
 	}
 	if err := s.store.AccountInsert(ctx, row); err != nil {
 		return Account{}, "", err
@@ -253,11 +262,11 @@ func (s *Service) Payer(ctx context.Context, id string) (payment.Account, error)
 func (s *Service) open(r Row) (Account, error) {
 	a := Account{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
 	var err error
-	if a.StripeSecret, err = s.unseal(r.StripeSecretEnc); err != nil {
+	if a.StripeSecret, _, err = s.unseal(r.StripeSecretEnc); err != nil {
 		return Account{}, fmt.Errorf("account %s: decrypt provider secret: %w", r.ID, err)
 	}
 	if r.WebhookSecretEnc != nil {
-		if a.WebhookSecret, err = s.unseal(r.WebhookSecretEnc); err != nil {
+		if a.WebhookSecret, _, err = s.unseal(r.WebhookSecretEnc); err != nil {
 			return Account{}, fmt.Errorf("account %s: decrypt webhook secret: %w", r.ID, err)
 		}
 	}
@@ -269,29 +278,6 @@ func (s *Service) open(r Row) (Account, error) {
 func HashAPIKey(k string) []byte {
 	h := sha256.Sum256([]byte(k))
 	return h[:]
-}
-
-func (s *Service) fingerprint(secret string) []byte {
-	m := hmac.New(sha256.New, s.mac)
-	m.Write([]byte(secret))
-	return m.Sum(nil)
-}
-
-func (s *Service) seal(plain string) []byte {
-	nonce := make([]byte, s.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		panic(err)
-	}
-	return s.aead.Seal(nonce, nonce, []byte(plain), nil)
-}
-
-func (s *Service) unseal(b []byte) (string, error) {
-	n := s.aead.NonceSize()
-	if len(b) < n {
-		return "", errors.New("ciphertext too short")
-	}
-	out, err := s.aead.Open(nil, b[:n], b[n:], nil)
-	return string(out), err
 }
 
 func randomToken(n int) string {

@@ -127,7 +127,7 @@ func New(t testing.TB, opts Options) *Env {
 	e.SimURL = simSrv.URL
 	e.loadSpec()
 	e.URL, e.Payments, e.Metrics = e.StartInstance()
-	e.Account, e.APIKey = e.CreateAccount("Loja Um", "sk_test_"+strings.ReplaceAll(t.Name(), "/", "_"))
+	e.Account, e.APIKey = e.CreateAccount("Loja Um", "sk_test_"+SecretSuffix(t))
 	return e
 }
 

@@ -3,6 +3,7 @@ package apitest
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/acmepay/payments/internal/provider/providersim"
@@ -39,4 +40,15 @@ func WantAuthorizations(t testing.TB, sim *providersim.Server, want int) {
 	if got := sim.Stats().Authorizations; got != want {
 		t.Fatalf("authorizations at the provider = %d, want %d", got, want)
 	}
+}
+
+// SecretSuffix is the test's name in the characters a provider secret may
+// hold, to make secrets unique per test (sk_test_ + SecretSuffix(t)).
+func SecretSuffix(t testing.TB) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, t.Name())
 }

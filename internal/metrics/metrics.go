@@ -13,11 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// StatusCounter counts payments by status, read at scrape time.
+// StatusCounter counts payments by status; RefreshDatabase reads it.
 type StatusCounter func(ctx context.Context) (map[string]int64, error)
 
 // Backlog reports the events no consumer has fetched yet and the age of
-// the oldest, read at scrape time.
+// the oldest; RefreshDatabase reads it.
 type Backlog func(ctx context.Context) (unread int64, oldest time.Duration, err error)
 
 // Metrics implements payment.Metrics and the HTTP instrumentation.
@@ -35,12 +35,14 @@ type Metrics struct {
 	reconAlert  prometheus.Gauge
 	reconDone   *prometheus.CounterVec
 	webhooks    *prometheus.CounterVec
+	db          *databaseGauges
 }
 
 var _ payment.Metrics = (*Metrics)(nil)
 
 // New registers every collector on a fresh registry. statuses and backlog
-// may be nil.
+// may be nil; they are read by RefreshDatabase, never by a scrape, so
+// /metrics answers whatever state the database is in.
 func New(statuses StatusCounter, backlog Backlog) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
@@ -89,35 +91,9 @@ func New(statuses StatusCounter, backlog Backlog) *Metrics {
 		m.reconRuns, m.reconSeen, m.reconLeft, m.reconAlert, m.reconDone, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initKnownSeries()
-	if statuses != nil {
-		m.Registry.MustRegister(&statusCollector{count: statuses, desc: prometheus.NewDesc(
-			"payments_by_status", "Payments by current status.", []string{"status"}, nil)})
-	}
-	if backlog != nil {
-		m.Registry.MustRegister(&backlogCollector{read: backlog,
-			unread: prometheus.NewDesc("payments_events_backlog", "Events no consumer has fetched yet (after the last cursor passed back).", nil, nil),
-			age:    prometheus.NewDesc("payments_events_backlog_age_seconds", "Age of the oldest event no consumer has fetched yet.", nil, nil)})
-	}
+	m.db = newDatabaseGauges(statuses, backlog)
+	m.Registry.MustRegister(m.db)
 	return m
-}
-
-type backlogCollector struct {
-	read        Backlog
-	unread, age *prometheus.Desc
-}
-
-func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.unread; ch <- c.age }
-
-func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	n, age, err := c.read(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.unread, err)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(c.unread, prometheus.GaugeValue, float64(n))
-	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, age.Seconds())
 }
 
 // initKnownSeries creates every series of a known label value at 0:
@@ -186,24 +162,3 @@ func (m *Metrics) ReconcileResolution(status string) { m.reconDone.WithLabelValu
 
 // Webhook counts one webhook delivery.
 func (m *Metrics) Webhook(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
-
-type statusCollector struct {
-	count StatusCounter
-	desc  *prometheus.Desc
-}
-
-func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	counts, err := c.count(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, err)
-		return
-	}
-	for _, s := range []payment.Status{payment.StatusProcessing, payment.StatusUnknown, payment.StatusAuthorized,
-		payment.StatusCaptured, payment.StatusDeclined, payment.StatusFailed, payment.StatusCanceled} {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[string(s)]), string(s))
-	}
-}

@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/jackc/pgx/v5"
 )
 
 // AccountStore implements account.Store.
@@ -57,6 +60,82 @@ func (s *AccountStore) AccountRotateAPIKey(ctx context.Context, id string, newHa
 		ID: id, ApiKeyHash: newHash, PreviousExpiresAt: &previousExpiresAt, RotatedAt: &rotatedAt,
 	})
 	return accountFromRow(r), translate(err)
+}
+
+// AccountFirst returns the oldest-id account, or payment.ErrNotFound.
+func (s *AccountStore) AccountFirst(ctx context.Context) (account.Row, error) {
+	r, err := s.db.q.AccountGetFirst(ctx)
+	return accountFromRow(r), translate(err)
+}
+
+// AccountIDsAfter lists up to n account ids greater than after, in order.
+func (s *AccountStore) AccountIDsAfter(ctx context.Context, after string, n int) ([]string, error) {
+	ids, err := s.db.q.AccountListIDsAfter(ctx, dbsqlc.AccountListIDsAfterParams{After: after, MaxRows: int32(n)})
+	return ids, translate(err)
+}
+
+// AccountSecretHMACExists reports whether an account holds a secret with
+// this fingerprint.
+func (s *AccountStore) AccountSecretHMACExists(ctx context.Context, hmac []byte) (bool, error) {
+	ok, err := s.db.q.AccountExistsBySecretHMAC(ctx, hmac)
+	return ok, translate(err)
+}
+
+// AccountReseal locks the account's row and stores what reseal returns for
+// its secrets, when it reports a change. The row lock makes concurrent
+// re-encryptions take turns: the second sees the first one's result.
+func (s *AccountStore) AccountReseal(ctx context.Context, id string, reseal func(account.Row) (account.Row, bool, error)) (bool, error) {
+	changed := false
+	err := withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		r, err := q.AccountGetByIDForUpdate(ctx, id)
+		if err != nil {
+			return translate(err)
+		}
+		next, ok, err := reseal(accountFromRow(r))
+		if err != nil || !ok {
+			return err
+		}
+		changed = true
+		return translate(q.AccountUpdateSecrets(ctx, dbsqlc.AccountUpdateSecretsParams{ID: id,
+			StripeSecretEnc: next.StripeSecretEnc, StripeSecretHmac: next.StripeSecretHMAC, WebhookSecretEnc: next.WebhookSecretEnc}))
+	})
+	return changed, err
+}
+
+// CanaryGet returns the sealed encryption canary, or payment.ErrNotFound.
+func (s *AccountStore) CanaryGet(ctx context.Context) ([]byte, error) {
+	b, err := s.db.q.EncryptionCanaryGet(ctx)
+	return b, translate(err)
+}
+
+// CanaryInsert stores the canary unless one exists; concurrent first
+// starts keep the first.
+func (s *AccountStore) CanaryInsert(ctx context.Context, sealed []byte, at time.Time) error {
+	return translate(s.db.q.EncryptionCanaryInsert(ctx, dbsqlc.EncryptionCanaryInsertParams{Ciphertext: sealed, UpdatedAt: at}))
+}
+
+// CanaryReseal locks the canary and stores what reseal returns, when it
+// reports a change.
+func (s *AccountStore) CanaryReseal(ctx context.Context, at time.Time, reseal func([]byte) ([]byte, bool, error)) (bool, error) {
+	changed := false
+	err := withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		b, err := q.EncryptionCanaryGetForUpdate(ctx)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return payment.ErrNotFound
+		}
+		if err != nil {
+			return translate(err)
+		}
+		next, ok, err := reseal(b)
+		if err != nil || !ok {
+			return err
+		}
+		changed = true
+		return translate(q.EncryptionCanaryUpdate(ctx, dbsqlc.EncryptionCanaryUpdateParams{Ciphertext: next, UpdatedAt: at}))
+	})
+	return changed, err
 }
 
 func accountFromRow(r dbsqlc.Account) account.Row {

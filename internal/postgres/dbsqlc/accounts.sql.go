@@ -10,6 +10,17 @@ import (
 	"time"
 )
 
+const accountExistsBySecretHMAC = `-- name: AccountExistsBySecretHMAC :one
+SELECT EXISTS (SELECT 1 FROM accounts WHERE stripe_secret_hmac = $1)
+`
+
+func (q *Queries) AccountExistsBySecretHMAC(ctx context.Context, stripeSecretHmac []byte) (bool, error) {
+	row := q.db.QueryRow(ctx, accountExistsBySecretHMAC, stripeSecretHmac)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
 SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
 `
@@ -41,6 +52,52 @@ SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_se
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
 	row := q.db.QueryRow(ctx, accountGetByID, id)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ApiKeyHash,
+		&i.StripeSecretEnc,
+		&i.StripeSecretHmac,
+		&i.WebhookSecretEnc,
+		&i.CreatedAt,
+		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
+	)
+	return i, err
+}
+
+const accountGetByIDForUpdate = `-- name: AccountGetByIDForUpdate :one
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Account, error) {
+	row := q.db.QueryRow(ctx, accountGetByIDForUpdate, id)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ApiKeyHash,
+		&i.StripeSecretEnc,
+		&i.StripeSecretHmac,
+		&i.WebhookSecretEnc,
+		&i.CreatedAt,
+		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
+	)
+	return i, err
+}
+
+const accountGetFirst = `-- name: AccountGetFirst :one
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts ORDER BY id LIMIT 1
+`
+
+func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
+	row := q.db.QueryRow(ctx, accountGetFirst)
 	var i Account
 	err := row.Scan(
 		&i.ID,
@@ -137,6 +194,35 @@ func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
 	return items, nil
 }
 
+const accountListIDsAfter = `-- name: AccountListIDsAfter :many
+SELECT id FROM accounts WHERE id > $1 ORDER BY id LIMIT $2
+`
+
+type AccountListIDsAfterParams struct {
+	After   string
+	MaxRows int32
+}
+
+func (q *Queries) AccountListIDsAfter(ctx context.Context, arg AccountListIDsAfterParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, accountListIDsAfter, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const accountRotateAPIKey = `-- name: AccountRotateAPIKey :one
 UPDATE accounts
 SET previous_api_key_hash       = api_key_hash,
@@ -178,4 +264,78 @@ func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIK
 		&i.ApiKeyRotatedAt,
 	)
 	return i, err
+}
+
+const accountUpdateSecrets = `-- name: AccountUpdateSecrets :exec
+UPDATE accounts
+SET stripe_secret_enc = $1, stripe_secret_hmac = $2, webhook_secret_enc = $3
+WHERE id = $4
+`
+
+type AccountUpdateSecretsParams struct {
+	StripeSecretEnc  []byte
+	StripeSecretHmac []byte
+	WebhookSecretEnc []byte
+	ID               string
+}
+
+func (q *Queries) AccountUpdateSecrets(ctx context.Context, arg AccountUpdateSecretsParams) error {
+	_, err := q.db.Exec(ctx, accountUpdateSecrets,
+		arg.StripeSecretEnc,
+		arg.StripeSecretHmac,
+		arg.WebhookSecretEnc,
+		arg.ID,
+	)
+	return err
+}
+
+const encryptionCanaryGet = `-- name: EncryptionCanaryGet :one
+SELECT ciphertext FROM encryption_canary WHERE id
+`
+
+func (q *Queries) EncryptionCanaryGet(ctx context.Context) ([]byte, error) {
+	row := q.db.QueryRow(ctx, encryptionCanaryGet)
+	var ciphertext []byte
+	err := row.Scan(&ciphertext)
+	return ciphertext, err
+}
+
+const encryptionCanaryGetForUpdate = `-- name: EncryptionCanaryGetForUpdate :one
+SELECT ciphertext FROM encryption_canary WHERE id FOR UPDATE
+`
+
+func (q *Queries) EncryptionCanaryGetForUpdate(ctx context.Context) ([]byte, error) {
+	row := q.db.QueryRow(ctx, encryptionCanaryGetForUpdate)
+	var ciphertext []byte
+	err := row.Scan(&ciphertext)
+	return ciphertext, err
+}
+
+const encryptionCanaryInsert = `-- name: EncryptionCanaryInsert :exec
+INSERT INTO encryption_canary (ciphertext, updated_at) VALUES ($1, $2)
+ON CONFLICT (id) DO NOTHING
+`
+
+type EncryptionCanaryInsertParams struct {
+	Ciphertext []byte
+	UpdatedAt  time.Time
+}
+
+func (q *Queries) EncryptionCanaryInsert(ctx context.Context, arg EncryptionCanaryInsertParams) error {
+	_, err := q.db.Exec(ctx, encryptionCanaryInsert, arg.Ciphertext, arg.UpdatedAt)
+	return err
+}
+
+const encryptionCanaryUpdate = `-- name: EncryptionCanaryUpdate :exec
+UPDATE encryption_canary SET ciphertext = $1, updated_at = $2 WHERE id
+`
+
+type EncryptionCanaryUpdateParams struct {
+	Ciphertext []byte
+	UpdatedAt  time.Time
+}
+
+func (q *Queries) EncryptionCanaryUpdate(ctx context.Context, arg EncryptionCanaryUpdateParams) error {
+	_, err := q.db.Exec(ctx, encryptionCanaryUpdate, arg.Ciphertext, arg.UpdatedAt)
+	return err
 }

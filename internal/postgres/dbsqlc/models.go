@@ -58,6 +58,12 @@ type AuditLog struct {
 	Details   []byte
 }
 
+type EncryptionCanary struct {
+	ID         bool
+	Ciphertext []byte
+	UpdatedAt  time.Time
+}
+
 type Event struct {
 	ID        string
 	AccountID string
@@ -112,6 +118,17 @@ type Payment struct {
 	NextAction             []byte
 	ClientSecret           *string
 	ActionExpiresAt        *time.Time
+}
+
+type PaymentStatusCount struct {
+	Status string
+	N      int64
+}
+
+type PaymentStatusDelta struct {
+	ID     int64
+	Status string
+	Delta  int32
 }
 
 type Refund struct {

@@ -24,3 +24,33 @@ SET previous_api_key_hash       = api_key_hash,
     api_key_rotated_at          = @rotated_at
 WHERE id = @id
 RETURNING *;
+
+-- name: AccountGetByIDForUpdate :one
+SELECT * FROM accounts WHERE id = @id FOR UPDATE;
+
+-- name: AccountGetFirst :one
+SELECT * FROM accounts ORDER BY id LIMIT 1;
+
+-- name: AccountListIDsAfter :many
+SELECT id FROM accounts WHERE id > @after ORDER BY id LIMIT @max_rows;
+
+-- name: AccountExistsBySecretHMAC :one
+SELECT EXISTS (SELECT 1 FROM accounts WHERE stripe_secret_hmac = @stripe_secret_hmac);
+
+-- name: AccountUpdateSecrets :exec
+UPDATE accounts
+SET stripe_secret_enc = @stripe_secret_enc, stripe_secret_hmac = @stripe_secret_hmac, webhook_secret_enc = @webhook_secret_enc
+WHERE id = @id;
+
+-- name: EncryptionCanaryGet :one
+SELECT ciphertext FROM encryption_canary WHERE id;
+
+-- name: EncryptionCanaryGetForUpdate :one
+SELECT ciphertext FROM encryption_canary WHERE id FOR UPDATE;
+
+-- name: EncryptionCanaryInsert :exec
+INSERT INTO encryption_canary (ciphertext, updated_at) VALUES (@ciphertext, @updated_at)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: EncryptionCanaryUpdate :exec
+UPDATE encryption_canary SET ciphertext = @ciphertext, updated_at = @updated_at WHERE id;

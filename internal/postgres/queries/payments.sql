@@ -36,7 +36,27 @@ WHERE id = @id
 RETURNING *;
 
 -- name: PaymentCountByStatus :many
-SELECT status, count(*) AS n FROM payments GROUP BY status;
+-- The folded counts plus the deltas not folded yet: a few rows each, never
+-- the payments table.
+SELECT status::text AS status, sum(n)::bigint AS n FROM (
+    SELECT c.status, c.n FROM payment_status_counts c
+    UNION ALL
+    SELECT d.status, d.delta::bigint FROM payment_status_deltas d
+) AS t
+GROUP BY status;
+
+-- name: PaymentStatusCountsFold :exec
+-- One statement, so a concurrent count sees the deltas either still in
+-- payment_status_deltas or already in payment_status_counts, never both
+-- or neither. Concurrent folds skip the deltas another one has deleted.
+WITH moved AS (
+    DELETE FROM payment_status_deltas RETURNING status, delta
+), sums AS (
+    SELECT status, sum(delta)::bigint AS n FROM moved GROUP BY status
+)
+INSERT INTO payment_status_counts (status, n)
+SELECT status, n FROM sums
+ON CONFLICT (status) DO UPDATE SET n = payment_status_counts.n + EXCLUDED.n;
 
 -- name: PaymentGetAnyAccount :one
 SELECT * FROM payments WHERE id = @id;

@@ -14,7 +14,7 @@ import (
 // Intent is a snapshot of a stored PaymentIntent.
 type Intent struct {
 	ID               string            `json:"id"`
-	Status           string            `json:"status"` // requires_payment_method, requires_confirmation, requires_capture, succeeded, canceled
+	Status           string            `json:"status"` // requires_payment_method, requires_confirmation, requires_action, processing, requires_capture, succeeded, canceled
 	Amount           int64             `json:"amount"`
 	AmountCapturable int64             `json:"amount_capturable"`
 	AmountReceived   int64             `json:"amount_received"`
@@ -28,6 +28,9 @@ type Intent struct {
 	Metadata         map[string]string `json:"metadata"`
 	IdempotencyKey   string            `json:"idempotency_key,omitempty"` // of the request that created it
 	Created          time.Time         `json:"created"`
+	MethodType       string            `json:"payment_method_type"`        // card, pix or boleto
+	NextActionType   string            `json:"next_action_type,omitempty"` // while requires_action
+	ExpiresAt        *time.Time        `json:"expires_at,omitempty"`       // Pix and Boleto
 }
 
 type intentRecord struct {
@@ -36,6 +39,12 @@ type intentRecord struct {
 	canceledAt         time.Time
 	cancellationReason string
 	lastError          *apiError
+	methodTypes        []string
+	nextAction         *nextActionJSON
+	returnURL          string // where the 3-D Secure page sends the customer back
+	pixData            string
+	boletoNumber       string
+	billingName        string
 }
 
 // intentJSON is a PaymentIntent as Stripe serializes it (the fields stripe-go
@@ -59,6 +68,7 @@ type intentJSON struct {
 	LatestCharge       *string           `json:"latest_charge"`
 	Livemode           bool              `json:"livemode"`
 	Metadata           map[string]string `json:"metadata"`
+	NextAction         *nextActionJSON   `json:"next_action"`
 	PaymentMethod      *string           `json:"payment_method"`
 	PaymentMethodTypes []string          `json:"payment_method_types"`
 	Status             string            `json:"status"`
@@ -71,8 +81,8 @@ func (pi *intentRecord) wire() *intentJSON {
 		CaptureMethod: pi.CaptureMethod, ClientSecret: pi.clientSecret, ConfirmationMethod: "automatic",
 		Created: pi.Created.Unix(), Currency: pi.Currency, Customer: nullable(pi.Customer),
 		Description: nullable(pi.Description), LastPaymentError: pi.lastError,
-		LatestCharge: nullable(pi.LatestCharge), Metadata: pi.Metadata,
-		PaymentMethod: nullable(pi.PaymentMethod), PaymentMethodTypes: []string{"card"}, Status: pi.Status,
+		LatestCharge: nullable(pi.LatestCharge), Metadata: pi.Metadata, NextAction: pi.nextAction,
+		PaymentMethod: nullable(pi.PaymentMethod), PaymentMethodTypes: pi.methodTypes, Status: pi.Status,
 	}
 	if !pi.canceledAt.IsZero() {
 		t := pi.canceledAt.Unix()
@@ -234,29 +244,64 @@ func (s *Server) createIntent(a *account, c *call) result {
 	}
 	confirm, _ := strconv.ParseBool(get(c.form, "confirm"))
 	pm := get(c.form, "payment_method")
+	pmType := get(c.form, "payment_method_data[type]")
 	dec, known := testPaymentMethods[pm]
+	challenge := challengePaymentMethods[pm]
 	switch {
-	case pm != "" && !known:
+	case pm != "" && pmType != "":
+		return rejected(&apiError{Type: invalidRequest, Param: "payment_method_data",
+			Message: "You cannot specify both payment_method and payment_method_data."})
+	case pm != "" && !known && !challenge:
 		return rejected(&apiError{Type: invalidRequest, Code: "resource_missing", Param: "payment_method",
 			Message: "No such PaymentMethod: '" + pm + "'"})
-	case confirm && pm == "":
+	case confirm && pm == "" && pmType == "":
 		return rejected(missingParam("payment_method"))
+	}
+	methodType := "card"
+	var details *asyncDetails
+	if pmType != "" {
+		var perr *apiError
+		if details, perr = asyncParams(c.form, pmType, currency, captureMethod); perr != nil {
+			return rejected(perr)
+		}
+		methodType = pmType
+	}
+	methodTypes := c.form["payment_method_types[]"]
+	if len(methodTypes) == 0 {
+		methodTypes = []string{methodType}
+	} else if !slices.Contains(methodTypes, methodType) {
+		return rejected(&apiError{Type: invalidRequest, Param: "payment_method_types",
+			Message: "The PaymentMethod provided (" + methodType + ") is not allowed for this PaymentIntent. Allowed types: " +
+				strings.Join(methodTypes, ", ") + "."})
+	}
+	returnURL := get(c.form, "return_url")
+	if returnURL != "" && !confirm {
+		return rejected(&apiError{Type: invalidRequest, Param: "return_url",
+			Message: "You may only specify a return_url when confirm is true."})
 	}
 
 	pi := &intentRecord{Intent: Intent{
 		ID: newID("pi_", 24), Amount: amount, Currency: currency, CaptureMethod: captureMethod,
 		PaymentMethod: pm, Customer: get(c.form, "customer"), Description: get(c.form, "description"),
-		Metadata: metadataParam(c.form), IdempotencyKey: c.idemKey, Created: c.now,
-	}}
+		Metadata: metadataParam(c.form), IdempotencyKey: c.idemKey, Created: c.now, MethodType: methodType,
+	}, methodTypes: methodTypes, returnURL: returnURL}
 	pi.clientSecret = pi.ID + "_secret_" + newID("", 25)
+	if details != nil {
+		// Stripe makes a PaymentMethod of the payment_method_data.
+		pi.PaymentMethod, pi.billingName = newID("pm_", 24), details.name
+	}
 	a.intents[pi.ID] = pi
 	a.order = append(a.order, pi)
 
 	switch {
-	case !confirm && pm == "":
+	case !confirm && pm == "" && pmType == "":
 		pi.Status = "requires_payment_method"
 	case !confirm:
 		pi.Status = "requires_confirmation"
+	case details != nil:
+		s.startVoucher(a, pi, details, c)
+	case challenge:
+		s.startChallenge(a, pi, c)
 	case dec != nil:
 		// Stripe keeps the declined intent, detaches the card and reports the
 		// intent inside the error.
@@ -265,17 +310,28 @@ func (s *Server) createIntent(a *account, c *call) result {
 			Message: dec.message, Charge: pi.LatestCharge,
 			DocURL: "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(dec.code, "_", "-")}
 		a.stats.Declines++
+		s.emit(a, "payment_intent.payment_failed", pi, c.now)
 		e := *pi.lastError
 		e.PaymentIntent = pi.wire()
 		return failed(http.StatusPaymentRequired, &e)
-	case captureMethod == "manual":
-		pi.Status, pi.AmountCapturable, pi.LatestCharge = "requires_capture", amount, newID("ch_", 24)
-		a.stats.Authorizations++
 	default:
-		pi.Status, pi.AmountReceived, pi.LatestCharge = "succeeded", amount, newID("ch_", 24)
-		a.stats.Authorizations++
+		s.authorize(a, pi, c.now)
 	}
 	return okResult(pi.wire())
+}
+
+// authorize completes a card payment: held for capture or charged.
+// Requires s.mu.
+func (s *Server) authorize(a *account, pi *intentRecord, now time.Time) {
+	pi.nextAction, pi.NextActionType, pi.LatestCharge = nil, "", newID("ch_", 24)
+	a.stats.Authorizations++
+	if pi.CaptureMethod == "manual" {
+		pi.Status, pi.AmountCapturable = "requires_capture", pi.Amount
+		s.emit(a, "payment_intent.amount_capturable_updated", pi, now)
+		return
+	}
+	pi.Status, pi.AmountReceived = "succeeded", pi.Amount
+	s.emit(a, "payment_intent.succeeded", pi, now)
 }
 
 func (s *Server) getIntent(a *account, c *call) result {
@@ -306,20 +362,27 @@ func (s *Server) captureIntent(a *account, c *call) result {
 	// Capturing less than authorized releases the rest, as Stripe does.
 	pi.Status, pi.AmountReceived, pi.AmountCapturable = "succeeded", amount, 0
 	a.stats.Captures++
+	s.emit(a, "payment_intent.succeeded", pi, c.now)
 	return okResult(pi.wire())
 }
+
+// cancelable are the statuses Stripe lets a PaymentIntent be canceled from.
+var cancelable = []string{"requires_payment_method", "requires_capture", "requires_confirmation", "requires_action", "processing"}
 
 func (s *Server) cancelIntent(a *account, c *call) result {
 	pi := a.intents[c.id]
 	switch {
 	case pi == nil:
 		return notFound("payment_intent", "intent", c.id)
-	case pi.Status != "requires_capture" && pi.Status != "requires_payment_method" && pi.Status != "requires_confirmation":
-		return unexpectedState(pi, "canceled", "requires_payment_method, requires_capture, requires_confirmation, requires_action, processing")
+	case !slices.Contains(cancelable, pi.Status):
+		return unexpectedState(pi, "canceled", strings.Join(cancelable, ", "))
 	}
 	pi.Status, pi.AmountCapturable, pi.canceledAt = "canceled", 0, c.now
+	pi.nextAction, pi.NextActionType = nil, ""
+	delete(a.waiting, pi.ID)
 	pi.cancellationReason = get(c.form, "cancellation_reason")
 	a.stats.Cancels++
+	s.emit(a, "payment_intent.canceled", pi, c.now)
 	return okResult(pi.wire())
 }
 

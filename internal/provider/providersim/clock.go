@@ -21,6 +21,11 @@ func (s *Server) Advance(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.offset += d
+	// Vouchers and QR codes past their expiry expire now, with their events.
+	now := s.now()
+	for _, a := range s.accounts {
+		s.expireDue(a, now)
+	}
 }
 
 // now is Server.Now for callers holding s.mu.

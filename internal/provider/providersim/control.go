@@ -45,6 +45,8 @@ type randomFaultsJSON struct {
 //	GET    /_sim/clock                {"now","offset"}
 //	POST   /_sim/clock/advance        {"by":"25h"} -> {"now","offset"}
 func (s *Server) controlRoutes(m *http.ServeMux) {
+	s.webhookRoutes(m)
+	s.hostedRoutes(m)
 	m.HandleFunc("GET /_sim/stats", func(w http.ResponseWriter, r *http.Request) {
 		total, byKey := s.allStats()
 		writeJSON(w, http.StatusOK, struct {

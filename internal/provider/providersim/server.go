@@ -70,6 +70,13 @@ type Options struct {
 	RandomFaults RandomFaults
 	// Logger, when set, receives one record per API request.
 	Logger *slog.Logger
+	// BaseURL is where the hosted pages (3-D Secure challenge, Pix
+	// instructions, Boleto voucher) are reached, as put in next_action.
+	// Default: http:// and the Host of the request that created the intent.
+	BaseURL string
+	// WebhookClient sends webhook deliveries. Default: a client with a 10s
+	// timeout.
+	WebhookClient *http.Client
 }
 
 // RandomFaults are per-request probabilities of a fault on mutating (POST)
@@ -138,17 +145,21 @@ type Server struct {
 	nextID    int
 	random    RandomFaults
 	rng       *rand.Rand
+	hooks     webhookState
 }
 
 // account is the state of one secret key.
 type account struct {
+	key         string
 	intents     map[string]*intentRecord
-	order       []*intentRecord // creation order
+	waiting     map[string]*intentRecord // Pix and Boleto intents that can still expire
+	order       []*intentRecord          // creation order
 	refunds     map[string]*refund
 	refundOrder []*refund // refunds in creation order
 	keys        map[string]*idemEntry
 	swept       time.Time
 	stats       Stats
+	events      []Event
 }
 
 // New returns a Server with no objects and no faults.
@@ -159,8 +170,12 @@ func New(opts Options) *Server {
 	if opts.KeyRetention <= 0 {
 		opts.KeyRetention = 24 * time.Hour
 	}
+	if opts.WebhookClient == nil {
+		opts.WebhookClient = &http.Client{Timeout: 10 * time.Second}
+	}
 	s := &Server{opts: opts, accounts: map[string]*account{}, byID: map[int]*Injected{},
 		revoked: map[string]bool{}, forbidden: map[string]map[string]bool{}}
+	s.hooks.init()
 	s.SetRandomFaults(opts.RandomFaults)
 
 	m := http.NewServeMux()
@@ -258,7 +273,8 @@ func (s *Server) SetRandomFaults(rf RandomFaults) {
 func (s *Server) account(key string) *account {
 	a := s.accounts[key]
 	if a == nil {
-		a = &account{intents: map[string]*intentRecord{}, refunds: map[string]*refund{}, keys: map[string]*idemEntry{}}
+		a = &account{key: key, intents: map[string]*intentRecord{}, refunds: map[string]*refund{},
+			keys: map[string]*idemEntry{}, waiting: map[string]*intentRecord{}}
 		s.accounts[key] = a
 	}
 	return a
@@ -267,6 +283,7 @@ func (s *Server) account(key string) *account {
 // call is what an endpoint sees of a request.
 type call struct {
 	id      string // path parameter
+	base    string // Options.BaseURL or the request's scheme and host
 	form    map[string][]string
 	idemKey string
 	now     time.Time
@@ -323,7 +340,7 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 			s.reply(w, rec, rejected(&apiError{Type: invalidRequest, Message: "Invalid request body: " + err.Error()}))
 			return
 		}
-		c := &call{id: r.PathValue("id"), form: r.Form}
+		c := &call{id: r.PathValue("id"), form: r.Form, base: s.baseURL(r)}
 		mutating := r.Method == http.MethodPost
 		if mutating {
 			c.idemKey = rec.IdempotencyKey
@@ -377,6 +394,7 @@ func (s *Server) execute(key string, c *call, run runFunc, entry *idemEntry) res
 	defer s.mu.Unlock()
 	a := s.account(key)
 	c.now = s.now()
+	s.expireDue(a, c.now)
 	res := run(s, a, c)
 	if entry != nil {
 		if res.final {
@@ -421,6 +439,18 @@ func (s *Server) record(rec *Request) {
 			"idempotency_key", rec.IdempotencyKey, "replayed", rec.Replayed,
 			"fault", string(rec.Fault), "status", rec.Status)
 	}
+}
+
+// baseURL is where hosted pages are reached from the customer's browser.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.opts.BaseURL != "" {
+		return strings.TrimSuffix(s.opts.BaseURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // secretKey reads a Bearer token, or HTTP basic auth with the key as user.

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+
+	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/logging"
+	"github.com/acmepay/payments/internal/postgres"
+)
+
+// openAccounts builds the account service with both keys and checks them
+// against the stored canary: a wrong ENCRYPTION_KEY stops here, with one
+// line, before anything is served or written.
+func openAccounts(ctx context.Context, db *postgres.DB, cfg config, log *slog.Logger) (*account.Service, error) {
+	accounts, err := account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil,
+		account.WithPreviousKey(cfg.EncryptionKeyPrevious))
+	if err != nil {
+		return nil, err
+	}
+	rotating, err := accounts.CheckKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rotating && log != nil {
+		log.Warn("stored secrets are still under ENCRYPTION_KEY_PREVIOUS: run `payments accounts reencrypt`, then unset it")
+	}
+	return accounts, nil
+}
+
+// accountsReencrypt moves every stored secret to ENCRYPTION_KEY and prints
+// a JSON summary. Safe to run again, or on two machines at once.
+func accountsReencrypt(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	log := logging.New(stderr, cfg.LogLevel)
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := postgres.Migrate(ctx, db); err != nil {
+		return err
+	}
+	accounts, err := openAccounts(ctx, db, cfg, nil)
+	if err != nil {
+		return err
+	}
+	sum, err := accounts.Reencrypt(ctx, log)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(sum)
+}
