@@ -142,7 +142,7 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 	}
 	// A Pix or Boleto past its expiry that the provider still shows open is
 	// canceled there, so it can no longer be paid, before it ends here.
-	if st, expired, err := s.expire(ctx, acct, a.PaymentID, actor); err != nil {
+	if st, expired, err := s.expire(ctx, acct, a.PaymentID, actor, expiredAtProvider(out)); err != nil {
 		return res, err
 	} else if expired {
 		res.Status, res.Waiting, res.Resolved = string(st), false, st.Final()

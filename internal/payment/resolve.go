@@ -236,6 +236,11 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 	switch a.Operation {
 	case OpAuthorize:
 		next.Status = authorizationStatus(out)
+		if expiredAtProvider(out) && p.Status.Waiting() {
+			// The provider let it lapse but it stays open until canceled:
+			// it ends here only once the cancel has made sure (expire).
+			next.Status, a.Status = p.Status, AttemptWaiting
+		}
 		if next.Status == StatusDeclined && p.Status == StatusPending {
 			// Once the provider is processing, a refusal fails the payment.
 			next.Status = StatusFailed
@@ -310,6 +315,9 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 			st = *p
 		}
 		a.NextReconcileAt = s.waitingNext(&st, a, now)
+		if expiredAtProvider(out) {
+			a.NextReconcileAt = &now // due at once: cancel it at the provider
+		}
 	}
 	if err := tx.AttemptUpdateOutcome(ctx, a); err != nil {
 		return nil, err

@@ -46,6 +46,13 @@ func movedOn(p *Payment, a *Attempt) bool {
 	return p.Status == StatusCaptured || (p.Status == StatusAuthorized && readCancel(a).From == StatusRequiresAction)
 }
 
+// expiredAtProvider tells an answer showing a Pix or Boleto the provider
+// let lapse unpaid.
+func expiredAtProvider(out outcome) bool {
+	return out.FailureCode == provider.FailureExpired ||
+		(out.Intent != nil && out.Intent.State == provider.IntentNeedsPaymentMethod && out.Intent.FailureCode == provider.FailureExpired)
+}
+
 // applyWaiting copies what the customer must do from the provider's intent.
 func applyWaiting(p *Payment, in *provider.Intent) {
 	if in == nil || p.Status != StatusRequiresAction {
@@ -105,9 +112,10 @@ func (s *Service) waitingNext(p *Payment, a *Attempt, now time.Time) *time.Time 
 // expire cancels at the provider a payment that still requires action past
 // its expiry, so that it can no longer be paid; the cancel's answer decides
 // the payment (canceled action_expired, or, when the customer paid first,
-// the provider's state). It reports the payment's status and whether a
+// the provider's state). lapsed: the provider showed it expired, whatever
+// this clock says. It reports the payment's status and whether a
 // cancel was sent.
-func (s *Service) expire(ctx context.Context, acct Account, paymentID, actor string) (Status, bool, error) {
+func (s *Service) expire(ctx context.Context, acct Account, paymentID, actor string, lapsed bool) (Status, bool, error) {
 	var (
 		p *Payment
 		a *Attempt
@@ -119,7 +127,8 @@ func (s *Service) expire(ctx context.Context, acct Account, paymentID, actor str
 		if err != nil {
 			return err
 		}
-		if p.Status != StatusRequiresAction || p.ActionExpiresAt == nil || now.Before(*p.ActionExpiresAt) || p.ProviderPaymentID == "" {
+		due := p.ActionExpiresAt != nil && !now.Before(*p.ActionExpiresAt)
+		if p.Status != StatusRequiresAction || p.ProviderPaymentID == "" || !(due || lapsed) {
 			return nil
 		}
 		busy, err := tx.AttemptsUnresolved(ctx, p.ID, OpCapture, OpCancel)
@@ -138,7 +147,7 @@ func (s *Service) expire(ctx context.Context, acct Account, paymentID, actor str
 		}
 		return tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actor,
 			Action: "cancelar.requested", Reason: FailureActionExpired,
-			Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "expires_at": FormatTime(*p.ActionExpiresAt)}})
+			Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "lapsed_at_provider": lapsed}})
 	})
 	if errors.Is(err, ErrAttemptNumberTaken) {
 		return "", false, nil // a concurrent cancel took the number; the next poll looks again

@@ -81,6 +81,10 @@ type Intent struct {
 // failed (or abandoned) authentication.
 const FailureAuthentication = "authentication_failed"
 
+// FailureExpired is the failure code of a Pix or Boleto that the provider
+// let lapse unpaid; the intent may still be open until it is canceled.
+const FailureExpired = "action_expired"
+
 // NextActionType names what the customer must do.
 type NextActionType string
 

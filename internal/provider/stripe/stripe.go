@@ -391,8 +391,11 @@ func lastFailure(e *stripego.Error) (code, msg string) {
 	if e == nil {
 		return "", ""
 	}
-	if e.Code == stripego.ErrorCodePaymentIntentAuthenticationFailure {
+	switch e.Code {
+	case stripego.ErrorCodePaymentIntentAuthenticationFailure:
 		return provider.FailureAuthentication, e.Msg
+	case stripego.ErrorCodePaymentIntentPaymentAttemptExpired:
+		return provider.FailureExpired, e.Msg
 	}
 	if e.DeclineCode != "" {
 		return string(e.DeclineCode), e.Msg
