@@ -361,6 +361,13 @@ func TestBoleto(t *testing.T) {
 			runOnce(t, w.Env, nil)
 		}
 		wantPayment(t, w.get(t, p["id"].(string)), "pending", "")
+		// Polled by retrieve only: the confirm was sent once.
+		if keys := opRequests(w.Sim, "authorize"); len(keys) != 1 {
+			t.Fatalf("authorize requests = %v, want 1", keys)
+		}
+		if n := len(opRequests(w.Sim, "retrieve")); n == 0 {
+			t.Fatal("the pending payment was never polled")
+		}
 		w.transition(t, "pay", pi)
 		w.hooks(t)
 		wantPayment(t, w.get(t, p["id"].(string)), "captured", "")
