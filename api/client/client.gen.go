@@ -48,6 +48,7 @@ const (
 	AttemptStatusProcessing AttemptStatus = "processing"
 	AttemptStatusSucceeded  AttemptStatus = "succeeded"
 	AttemptStatusUnknown    AttemptStatus = "unknown"
+	AttemptStatusWaiting    AttemptStatus = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the AttemptStatus enum.
@@ -62,6 +63,8 @@ func (e AttemptStatus) Valid() bool {
 	case AttemptStatusSucceeded:
 		return true
 	case AttemptStatusUnknown:
+		return true
+	case AttemptStatusWaiting:
 		return true
 	default:
 		return false
@@ -88,17 +91,19 @@ func (e CaptureMethod) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypePaymentAuthorized    EventType = "payment.authorized"
-	EventTypePaymentCancelFailed  EventType = "payment.cancel_failed"
-	EventTypePaymentCanceled      EventType = "payment.canceled"
-	EventTypePaymentCaptureFailed EventType = "payment.capture_failed"
-	EventTypePaymentCaptured      EventType = "payment.captured"
-	EventTypePaymentDeclined      EventType = "payment.declined"
-	EventTypePaymentFailed        EventType = "payment.failed"
-	EventTypePaymentProcessing    EventType = "payment.processing"
-	EventTypePaymentRefundFailed  EventType = "payment.refund_failed"
-	EventTypePaymentRefunded      EventType = "payment.refunded"
-	EventTypePaymentUnknown       EventType = "payment.unknown"
+	EventTypePaymentAuthorized     EventType = "payment.authorized"
+	EventTypePaymentCancelFailed   EventType = "payment.cancel_failed"
+	EventTypePaymentCanceled       EventType = "payment.canceled"
+	EventTypePaymentCaptureFailed  EventType = "payment.capture_failed"
+	EventTypePaymentCaptured       EventType = "payment.captured"
+	EventTypePaymentDeclined       EventType = "payment.declined"
+	EventTypePaymentFailed         EventType = "payment.failed"
+	EventTypePaymentPending        EventType = "payment.pending"
+	EventTypePaymentProcessing     EventType = "payment.processing"
+	EventTypePaymentRefundFailed   EventType = "payment.refund_failed"
+	EventTypePaymentRefunded       EventType = "payment.refunded"
+	EventTypePaymentRequiresAction EventType = "payment.requires_action"
+	EventTypePaymentUnknown        EventType = "payment.unknown"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -118,11 +123,15 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypePaymentFailed:
 		return true
+	case EventTypePaymentPending:
+		return true
 	case EventTypePaymentProcessing:
 		return true
 	case EventTypePaymentRefundFailed:
 		return true
 	case EventTypePaymentRefunded:
+		return true
+	case EventTypePaymentRequiresAction:
 		return true
 	case EventTypePaymentUnknown:
 		return true
@@ -155,6 +164,33 @@ const (
 func (e ListEnvelopeObject) Valid() bool {
 	switch e {
 	case ListEnvelopeObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NextActionType.
+const (
+	BoletoDisplayDetails NextActionType = "boleto_display_details"
+	Other                NextActionType = "other"
+	PixDisplayQrCode     NextActionType = "pix_display_qr_code"
+	RedirectToUrl        NextActionType = "redirect_to_url"
+	UseStripeSdk         NextActionType = "use_stripe_sdk"
+)
+
+// Valid indicates whether the value is a known member of the NextActionType enum.
+func (e NextActionType) Valid() bool {
+	switch e {
+	case BoletoDisplayDetails:
+		return true
+	case Other:
+		return true
+	case PixDisplayQrCode:
+		return true
+	case RedirectToUrl:
+		return true
+	case UseStripeSdk:
 		return true
 	default:
 		return false
@@ -208,13 +244,15 @@ func (e PaymentListObject) Valid() bool {
 
 // Defines values for PaymentStatus.
 const (
-	PaymentStatusAuthorized PaymentStatus = "authorized"
-	PaymentStatusCanceled   PaymentStatus = "canceled"
-	PaymentStatusCaptured   PaymentStatus = "captured"
-	PaymentStatusDeclined   PaymentStatus = "declined"
-	PaymentStatusFailed     PaymentStatus = "failed"
-	PaymentStatusProcessing PaymentStatus = "processing"
-	PaymentStatusUnknown    PaymentStatus = "unknown"
+	PaymentStatusAuthorized     PaymentStatus = "authorized"
+	PaymentStatusCanceled       PaymentStatus = "canceled"
+	PaymentStatusCaptured       PaymentStatus = "captured"
+	PaymentStatusDeclined       PaymentStatus = "declined"
+	PaymentStatusFailed         PaymentStatus = "failed"
+	PaymentStatusPending        PaymentStatus = "pending"
+	PaymentStatusProcessing     PaymentStatus = "processing"
+	PaymentStatusRequiresAction PaymentStatus = "requires_action"
+	PaymentStatusUnknown        PaymentStatus = "unknown"
 )
 
 // Valid indicates whether the value is a known member of the PaymentStatus enum.
@@ -230,7 +268,11 @@ func (e PaymentStatus) Valid() bool {
 		return true
 	case PaymentStatusFailed:
 		return true
+	case PaymentStatusPending:
+		return true
 	case PaymentStatusProcessing:
+		return true
+	case PaymentStatusRequiresAction:
 		return true
 	case PaymentStatusUnknown:
 		return true
@@ -468,8 +510,10 @@ type Attempt struct {
 	// ProviderKey The derived provider idempotency key, `{order_id}:{operation}-v{number}`.
 	//
 	// Example: pedido-842:autorizar-v1
-	ProviderKey string        `json:"provider_key"`
-	Status      AttemptStatus `json:"status"`
+	ProviderKey string `json:"provider_key"`
+
+	// Status `waiting`: the provider accepted the authorization and it waits for the customer (polled by retrieve).
+	Status AttemptStatus `json:"status"`
 
 	// UpdatedAt Example: 2025-01-31T12:00:00.000000Z
 	UpdatedAt            Timestamp              `json:"updated_at"`
@@ -479,7 +523,7 @@ type Attempt struct {
 // AttemptOperation defines model for Attempt.Operation.
 type AttemptOperation string
 
-// AttemptStatus defines model for Attempt.Status.
+// AttemptStatus `waiting`: the provider accepted the authorization and it waits for the customer (polled by retrieve).
 type AttemptStatus string
 
 // AuditEntry defines model for AuditEntry.
@@ -491,6 +535,26 @@ type AuditEntry struct {
 	At                   Timestamp              `json:"at"`
 	Reason               string                 `json:"reason"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// BillingDetails The payer; required for Boleto.
+type BillingDetails struct {
+	Address struct {
+		City string `json:"city"`
+
+		// Country ISO 3166-1 alpha-2, upper case.
+		Country    string `json:"country"`
+		Line1      string `json:"line1"`
+		PostalCode string `json:"postal_code"`
+		State      string `json:"state"`
+	} `json:"address"`
+	Email string `json:"email"`
+	Name  string `json:"name"`
+
+	// TaxId A CPF (11 digits) or CNPJ (14 digits), plain or punctuated; the check digits are validated.
+	//
+	// Example: 529.982.247-25
+	TaxId string `json:"tax_id"`
 }
 
 // CancelRequest defines model for CancelRequest.
@@ -526,7 +590,11 @@ type CreatePaymentRequest struct {
 	// Example: 2000
 	Amount Amount `json:"amount"`
 
-	// CaptureMethod Defaults to `automatic` when omitted; `null` is `400`.
+	// BillingDetails The payer; required for Boleto.
+	BillingDetails *BillingDetails `json:"billing_details,omitempty"`
+
+	// CaptureMethod Defaults to `automatic` when omitted; `null` is `400`. Pix and
+	// Boleto are captured when paid: `manual` with them is `400`.
 	CaptureMethod *CaptureMethod `json:"capture_method,omitempty"`
 
 	// Currency ISO 4217 code, any case; normalized to upper case. Only the
@@ -544,6 +612,10 @@ type CreatePaymentRequest struct {
 	CustomerId  *string `json:"customer_id,omitempty"`
 	Description *string `json:"description,omitempty"`
 
+	// ExpiresIn Pix: seconds, 60…86400 (default 3600). Boleto: days, 1…60
+	// (default 3). Only for `pix` and `boleto`.
+	ExpiresIn *int `json:"expires_in,omitempty"`
+
 	// Metadata Forwarded to the provider; the service's own keys (`payment_id`,
 	// `order_id`, `attempt`) win over the client's. Defaults to `{}`.
 	Metadata *Metadata `json:"metadata,omitempty"`
@@ -551,13 +623,24 @@ type CreatePaymentRequest struct {
 	// OrderId Example: pedido-842
 	OrderId OrderId `json:"order_id"`
 
-	// PaymentMethod A provider payment-method token (`pm_…`). Raw card data is never
+	// PaymentMethod A provider payment-method token (`pm_…`), or `pix` or `boleto`
+	// for a payment the customer completes later (the answer is
+	// `requires_action` with `next_action`). Raw card data is never
 	// accepted: a value that looks like a card number (13–19 digits) is
 	// `400 invalid_request` and is never stored or logged.
 	//
 	//
 	// Example: pm_card_visa
 	PaymentMethod string `json:"payment_method"`
+
+	// ReturnUrl Where 3-D Secure returns the customer: an absolute `https` URL
+	// (`http` only for localhost). With it a challenge is a
+	// `redirect_to_url`; without it the frontend completes it with
+	// Stripe.js and the `client_secret` (`use_stripe_sdk`).
+	//
+	//
+	// Example: https://loja.example/checkout/retorno
+	ReturnUrl *string `json:"return_url,omitempty"`
 }
 
 // Duration A Go duration (`2s`, `5m`, `72h`).
@@ -631,6 +714,32 @@ type ListEnvelopeObject string
 // Metadata Up to 20 keys of 1–40 characters; values of at most 500 characters.
 type Metadata map[string]string
 
+// NextAction What the customer must do while the payment is `requires_action`.
+// `expires_at` is RFC 3339.
+type NextAction struct {
+	BoletoDisplayDetails *struct {
+		ExpiresAt        time.Time `json:"expires_at"`
+		HostedVoucherUrl string    `json:"hosted_voucher_url"`
+		Number           string    `json:"number"`
+		Pdf              string    `json:"pdf"`
+	} `json:"boleto_display_details,omitempty"`
+	PixDisplayQrCode *struct {
+		// Data The Pix "copia e cola" code.
+		Data                  string    `json:"data"`
+		ExpiresAt             time.Time `json:"expires_at"`
+		HostedInstructionsUrl string    `json:"hosted_instructions_url"`
+		ImageUrlPng           string    `json:"image_url_png"`
+	} `json:"pix_display_qr_code,omitempty"`
+	RedirectToUrl *struct {
+		ReturnUrl string `json:"return_url"`
+		Url       string `json:"url"`
+	} `json:"redirect_to_url,omitempty"`
+	Type NextActionType `json:"type"`
+}
+
+// NextActionType defines model for NextAction.Type.
+type NextActionType string
+
 // OrderId Example: pedido-842
 type OrderId = string
 
@@ -650,6 +759,10 @@ type Payment struct {
 	Attempt       int           `json:"attempt"`
 	CaptureMethod CaptureMethod `json:"capture_method"`
 
+	// ClientSecret The provider's client secret, for Stripe.js, on payments that
+	// waited for the customer; null otherwise.
+	ClientSecret *string `json:"client_secret"`
+
 	// CreatedAt Example: 2025-01-31T12:00:00.000000Z
 	CreatedAt Timestamp `json:"created_at"`
 
@@ -658,7 +771,10 @@ type Payment struct {
 	// Example: BRL
 	Currency string `json:"currency"`
 
-	// FailureCode Why the payment was declined or failed (e.g. `card_declined`, `not_found_at_provider`).
+	// FailureCode Why the payment was declined, failed or canceled (e.g.
+	// `card_declined`, `not_found_at_provider`, `authentication_failed`
+	// for a failed 3-D Secure, `action_expired` for a Pix or Boleto not
+	// paid in time).
 	FailureCode    *string `json:"failure_code"`
 	FailureMessage *string `json:"failure_message"`
 
@@ -666,8 +782,11 @@ type Payment struct {
 	Id string `json:"id"`
 
 	// Metadata Up to 20 keys of 1–40 characters; values of at most 500 characters.
-	Metadata Metadata      `json:"metadata"`
-	Object   PaymentObject `json:"object"`
+	Metadata Metadata `json:"metadata"`
+
+	// NextAction Set only while the payment is `requires_action`; null otherwise.
+	NextAction *NextAction   `json:"next_action"`
+	Object     PaymentObject `json:"object"`
 
 	// OrderId Example: pedido-842
 	OrderId  OrderId         `json:"order_id"`
@@ -676,8 +795,12 @@ type Payment struct {
 	// ProviderPaymentId The provider's object id (`pi_…`) once known.
 	ProviderPaymentId *string `json:"provider_payment_id"`
 
-	// Status `processing` (the call is in flight) and `unknown` (outcome not known;
-	// the reconciler owns it) are not final yet.
+	// Status `processing` (the call is in flight), `unknown` (outcome not known;
+	// the reconciler owns it), `requires_action` (the customer must act:
+	// 3-D Secure, a Pix QR code, a Boleto voucher; see `next_action`) and
+	// `pending` (the provider is processing asynchronously) are not final
+	// yet. All four, with `authorized` and `captured`, keep the order from a
+	// second payment.
 	Status PaymentStatus `json:"status"`
 
 	// UpdatedAt Example: 2025-01-31T12:00:00.000000Z
@@ -700,8 +823,12 @@ type PaymentList struct {
 // PaymentListObject defines model for PaymentList.Object.
 type PaymentListObject string
 
-// PaymentStatus `processing` (the call is in flight) and `unknown` (outcome not known;
-// the reconciler owns it) are not final yet.
+// PaymentStatus `processing` (the call is in flight), `unknown` (outcome not known;
+// the reconciler owns it), `requires_action` (the customer must act:
+// 3-D Secure, a Pix QR code, a Boleto voucher; see `next_action`) and
+// `pending` (the provider is processing asynchronously) are not final
+// yet. All four, with `authorized` and `captured`, keep the order from a
+// second payment.
 type PaymentStatus string
 
 // Problem An RFC 9457 problem document (`application/problem+json`).
@@ -776,6 +903,10 @@ type StuckPayment struct {
 	Attempt       int           `json:"attempt"`
 	CaptureMethod CaptureMethod `json:"capture_method"`
 
+	// ClientSecret The provider's client secret, for Stripe.js, on payments that
+	// waited for the customer; null otherwise.
+	ClientSecret *string `json:"client_secret"`
+
 	// CreatedAt Example: 2025-01-31T12:00:00.000000Z
 	CreatedAt Timestamp `json:"created_at"`
 
@@ -784,7 +915,10 @@ type StuckPayment struct {
 	// Example: BRL
 	Currency string `json:"currency"`
 
-	// FailureCode Why the payment was declined or failed (e.g. `card_declined`, `not_found_at_provider`).
+	// FailureCode Why the payment was declined, failed or canceled (e.g.
+	// `card_declined`, `not_found_at_provider`, `authentication_failed`
+	// for a failed 3-D Secure, `action_expired` for a Pix or Boleto not
+	// paid in time).
 	FailureCode    *string `json:"failure_code"`
 	FailureMessage *string `json:"failure_message"`
 
@@ -797,8 +931,11 @@ type StuckPayment struct {
 	// NeedsAttention An attempt of this payment has been unresolved for longer than
 	// `RECONCILE_ALERT_AFTER`: the reconciler keeps trying on its backoff,
 	// but a person should look.
-	NeedsAttention bool               `json:"needs_attention"`
-	Object         StuckPaymentObject `json:"object"`
+	NeedsAttention bool `json:"needs_attention"`
+
+	// NextAction Set only while the payment is `requires_action`; null otherwise.
+	NextAction *NextAction        `json:"next_action"`
+	Object     StuckPaymentObject `json:"object"`
 
 	// OrderId Example: pedido-842
 	OrderId  OrderId              `json:"order_id"`
@@ -807,8 +944,12 @@ type StuckPayment struct {
 	// ProviderPaymentId The provider's object id (`pi_…`) once known.
 	ProviderPaymentId *string `json:"provider_payment_id"`
 
-	// Status `processing` (the call is in flight) and `unknown` (outcome not known;
-	// the reconciler owns it) are not final yet.
+	// Status `processing` (the call is in flight), `unknown` (outcome not known;
+	// the reconciler owns it), `requires_action` (the customer must act:
+	// 3-D Secure, a Pix QR code, a Boleto voucher; see `next_action`) and
+	// `pending` (the provider is processing asynchronously) are not final
+	// yet. All four, with `authorized` and `captured`, keep the order from a
+	// second payment.
 	Status PaymentStatus `json:"status"`
 
 	// UpdatedAt Example: 2025-01-31T12:00:00.000000Z

@@ -32,7 +32,8 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 				Amount: req.Amount, Currency: req.Currency, CaptureMethod: req.CaptureMethod,
 				PaymentMethod: req.PaymentMethod, CustomerID: req.CustomerID,
 				Description: req.Description, Metadata: req.Metadata,
-				Status: StatusProcessing, CreatedAt: now, UpdatedAt: now,
+				Options: MethodOptions{ReturnURL: req.ReturnURL, ExpiresIn: req.ExpiresIn, BillingDetails: req.BillingDetails},
+				Status:  StatusProcessing, CreatedAt: now, UpdatedAt: now,
 			}
 			// The partial unique index on live payments refuses a second
 			// live payment for the order, even from another key.
@@ -85,6 +86,7 @@ func (s *Service) newAuthorizeAttempt(p *Payment, id string, n int, now time.Tim
 		IdempotencyKey: key, Amount: p.Amount, Currency: p.Currency,
 		PaymentMethod: p.PaymentMethod, CaptureMethod: p.CaptureMethod,
 		CustomerID: p.CustomerID, Description: p.Description, Metadata: md,
+		ReturnURL: p.Options.ReturnURL, ExpiresIn: p.Options.ExpiresIn, BillingDetails: p.Options.BillingDetails,
 	})
 	if err != nil {
 		return nil, err

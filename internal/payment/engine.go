@@ -160,7 +160,7 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, n
 	if err != nil {
 		return nil, nil, err
 	}
-	if a.Status.Resolved() {
+	if a.Status.Answered() {
 		resp, err := s.respond(ctx, tx, p, a)
 		if err != nil {
 			return nil, nil, err
@@ -211,7 +211,7 @@ func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) 
 		if resp, err = s.respond(ctx, tx, p, a); err != nil {
 			return err
 		}
-		if a.Status.Resolved() {
+		if a.Status.Answered() {
 			return tx.KeyComplete(ctx, rec.ID, resp.Status, resp.Body, now)
 		}
 		return tx.KeyMarkUnknown(ctx, rec.ID, now)
@@ -253,6 +253,14 @@ func (s *Service) settle(ctx context.Context, a *Attempt, fn func(ctx context.Co
 // and 409 provider_rejected, with the provider's code, when the provider
 // refused a capture, cancel or refund.
 func (s *Service) respond(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
+	if a.Operation == OpCancel && a.Status == AttemptFailed && movedOn(p, a) {
+		// The refusal showed the customer had just paid: the payment took
+		// the provider's state, and a paid payment cannot be canceled.
+		e := &Error{Code: CodeInvalidState, PaymentID: p.ID,
+			Message: "the payment is " + string(p.Status) + " at the provider; it can no longer be canceled"}
+		body, err := e.encodeStored()
+		return idempotency.Response{Status: http.StatusConflict, Body: body}, err
+	}
 	if a.Operation != OpAuthorize && a.Status == AttemptFailed {
 		e := &Error{Code: CodeProviderRejected, PaymentID: p.ID, ProviderCode: a.FailureCode,
 			Message: "the provider refused to " + verbOf(a.Operation) + " the payment; nothing was changed"}
@@ -265,8 +273,10 @@ func (s *Service) respond(ctx context.Context, tx Tx, p *Payment, a *Attempt) (i
 	)
 	switch a.Operation {
 	case OpAuthorize:
+		// A payment that waits for the customer has its answer: 201 with
+		// what the customer must do.
 		status = http.StatusCreated
-		if !p.Status.Final() {
+		if p.Status == StatusProcessing || p.Status == StatusUnknown {
 			status = http.StatusAccepted
 		}
 	case OpRefund:

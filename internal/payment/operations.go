@@ -27,7 +27,7 @@ func (s *Service) Capture(ctx context.Context, acct Account, key, paymentID stri
 func (s *Service) Cancel(ctx context.Context, acct Account, key, paymentID string) (idempotency.Response, error) {
 	return s.paymentOp(ctx, acct, key, idempotency.OpPaymentsCancel, OpCancel, paymentID, 0,
 		func(p *Payment, n int, key string) (any, error) {
-			return provider.CancelRequest{IdempotencyKey: key, IntentID: p.ProviderPaymentID}, nil
+			return cancelRequest{CancelRequest: provider.CancelRequest{IdempotencyKey: key, IntentID: p.ProviderPaymentID}, From: p.Status}, nil
 		})
 }
 
@@ -51,7 +51,14 @@ func (s *Service) paymentOp(ctx context.Context, acct Account, key, idemOp strin
 			if err != nil {
 				return nil, nil, err
 			}
-			if p.Status != StatusAuthorized {
+			switch {
+			case p.Status == StatusAuthorized:
+			case op == OpCancel && p.Status == StatusRequiresAction && p.ProviderPaymentID != "":
+				// The customer has not acted yet: canceling at the provider
+				// decides the race with a payment made meanwhile.
+			case op == OpCancel:
+				return nil, nil, Errorf(CodeInvalidState, "the payment is %s; only an authorized payment, or one that requires action, can be canceled", p.Status)
+			default:
 				return nil, nil, Errorf(CodeInvalidState, "the payment is %s; only an authorized payment can be %s", p.Status, pastTense(op))
 			}
 			busy, err := tx.AttemptsUnresolved(ctx, p.ID, OpCapture, OpCancel)

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/acmepay/payments/internal/provider"
 )
 
 // Status of a payment.
@@ -16,6 +18,12 @@ type Status string
 const (
 	StatusProcessing Status = "processing"
 	StatusUnknown    Status = "unknown"
+	// StatusRequiresAction: the customer must act (3-D Secure, scan a Pix
+	// QR code, pay a Boleto voucher).
+	StatusRequiresAction Status = "requires_action"
+	// StatusPending: the provider is processing asynchronously; nothing for
+	// the customer to do.
+	StatusPending    Status = "pending"
 	StatusAuthorized Status = "authorized"
 	StatusCaptured   Status = "captured"
 	StatusDeclined   Status = "declined"
@@ -23,13 +31,24 @@ const (
 	StatusCanceled   Status = "canceled"
 )
 
-// Final reports whether the provider outcome is known.
-func (s Status) Final() bool { return s != StatusProcessing && s != StatusUnknown }
+// Final reports whether the payment's outcome is settled for clients.
+func (s Status) Final() bool {
+	switch s {
+	case StatusProcessing, StatusUnknown, StatusRequiresAction, StatusPending:
+		return false
+	}
+	return true
+}
+
+// Waiting reports whether the provider accepted the payment and it waits
+// for the customer or the provider: the create has its answer, the outcome
+// is still to come.
+func (s Status) Waiting() bool { return s == StatusRequiresAction || s == StatusPending }
 
 // Live statuses block a second payment for the same order.
 func (s Status) Live() bool {
 	switch s {
-	case StatusProcessing, StatusUnknown, StatusAuthorized, StatusCaptured:
+	case StatusProcessing, StatusUnknown, StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured:
 		return true
 	}
 	return false
@@ -38,9 +57,13 @@ func (s Status) Live() bool {
 // transitions lists every allowed change. Every path (API, retry,
 // reconciler, webhook, admin) goes through CanTransition.
 var transitions = map[Status][]Status{
-	StatusProcessing: {StatusUnknown, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
-	StatusUnknown:    {StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
-	StatusAuthorized: {StatusCaptured, StatusCanceled},
+	StatusProcessing: {StatusUnknown, StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
+	// An unknown outcome, once learned, may be any the first answer could
+	// have been.
+	StatusUnknown:        {StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled},
+	StatusRequiresAction: {StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusCanceled},
+	StatusPending:        {StatusAuthorized, StatusCaptured, StatusFailed, StatusCanceled},
+	StatusAuthorized:     {StatusCaptured, StatusCanceled},
 	// Only an audited ops replay, after the provider proved the last
 	// attempt had no effect, starts a new attempt on a final payment.
 	StatusDeclined: {StatusProcessing},
@@ -75,6 +98,9 @@ func ProviderKey(orderID string, op Operation, n int) string {
 	return fmt.Sprintf("%s:%s-v%d", orderID, op, n)
 }
 
+// NextAction is what the customer must do (CONTRACT §12).
+type NextAction = provider.NextAction
+
 // Payment is one intent to charge for one order.
 type Payment struct {
 	ID                string
@@ -97,8 +123,16 @@ type Payment struct {
 	ProviderAmountRefunded int64
 	FailureCode            string
 	FailureMessage         string
-	CreatedAt              time.Time
-	UpdatedAt              time.Time
+	// Options: return_url, expires_in and billing details of the create.
+	Options MethodOptions
+	// NextAction is the public next_action while the payment requires
+	// action; ClientSecret the provider's, for Stripe.js; ActionExpiresAt
+	// when a Pix or Boleto can no longer be paid.
+	NextAction      *NextAction
+	ClientSecret    string
+	ActionExpiresAt *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // AttemptStatus is the state of one provider call.
@@ -107,13 +141,22 @@ type AttemptStatus string
 const (
 	AttemptProcessing AttemptStatus = "processing"
 	AttemptUnknown    AttemptStatus = "unknown"
-	AttemptSucceeded  AttemptStatus = "succeeded"
-	AttemptDeclined   AttemptStatus = "declined"
-	AttemptFailed     AttemptStatus = "failed"
+	// AttemptWaiting: the provider accepted the authorization and it waits
+	// for the customer or the provider; the reconciler polls it.
+	AttemptWaiting   AttemptStatus = "waiting"
+	AttemptSucceeded AttemptStatus = "succeeded"
+	AttemptDeclined  AttemptStatus = "declined"
+	AttemptFailed    AttemptStatus = "failed"
 )
 
 // Resolved reports whether the attempt's outcome is known.
-func (s AttemptStatus) Resolved() bool { return s != AttemptProcessing && s != AttemptUnknown }
+func (s AttemptStatus) Resolved() bool {
+	return s != AttemptProcessing && s != AttemptUnknown && s != AttemptWaiting
+}
+
+// Answered reports whether the client's key has its answer: the outcome is
+// known, or the payment waits for the customer.
+func (s AttemptStatus) Answered() bool { return s.Resolved() || s == AttemptWaiting }
 
 // Attempt is one try at the provider for one operation of a payment.
 type Attempt struct {
@@ -221,23 +264,26 @@ type Event struct {
 // view is the public JSON shape of a payment; field order is fixed so a
 // stored response and a later read of the same state are byte-identical.
 type view struct {
-	ID                string            `json:"id"`
-	Object            string            `json:"object"`
-	OrderID           string            `json:"order_id"`
-	Amount            int64             `json:"amount"`
-	Currency          string            `json:"currency"`
-	CaptureMethod     string            `json:"capture_method"`
-	Status            Status            `json:"status"`
-	Attempt           int               `json:"attempt"`
-	Provider          string            `json:"provider"`
-	ProviderPaymentID *string           `json:"provider_payment_id"`
-	AmountCaptured    int64             `json:"amount_captured"`
-	AmountRefunded    int64             `json:"amount_refunded"`
-	FailureCode       *string           `json:"failure_code"`
-	FailureMessage    *string           `json:"failure_message"`
-	Metadata          map[string]string `json:"metadata"`
-	CreatedAt         string            `json:"created_at"`
-	UpdatedAt         string            `json:"updated_at"`
+	ID                string  `json:"id"`
+	Object            string  `json:"object"`
+	OrderID           string  `json:"order_id"`
+	Amount            int64   `json:"amount"`
+	Currency          string  `json:"currency"`
+	CaptureMethod     string  `json:"capture_method"`
+	Status            Status  `json:"status"`
+	Attempt           int     `json:"attempt"`
+	Provider          string  `json:"provider"`
+	ProviderPaymentID *string `json:"provider_payment_id"`
+	AmountCaptured    int64   `json:"amount_captured"`
+	AmountRefunded    int64   `json:"amount_refunded"`
+	FailureCode       *string `json:"failure_code"`
+	FailureMessage    *string `json:"failure_message"`
+	// Null unless the payment waits for the customer (CONTRACT §3).
+	NextAction   *NextAction       `json:"next_action"`
+	ClientSecret *string           `json:"client_secret"`
+	Metadata     map[string]string `json:"metadata"`
+	CreatedAt    string            `json:"created_at"`
+	UpdatedAt    string            `json:"updated_at"`
 }
 
 // MarshalJSON renders the public payment object.
@@ -254,6 +300,7 @@ func (p *Payment) view() view {
 		ProviderPaymentID: nullable(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, FailureCode: nullable(p.FailureCode),
 		FailureMessage: nullable(p.FailureMessage), Metadata: md,
+		NextAction: p.NextAction, ClientSecret: nullable(p.ClientSecret),
 		CreatedAt: FormatTime(p.CreatedAt), UpdatedAt: FormatTime(p.UpdatedAt),
 	}
 }

@@ -17,17 +17,43 @@ func TestCanTransition(t *testing.T) {
 		{StatusProcessing, StatusFailed}: true, {StatusProcessing, StatusCanceled}: true,
 		{StatusUnknown, StatusAuthorized}: true, {StatusUnknown, StatusCaptured}: true,
 		{StatusUnknown, StatusDeclined}: true, {StatusUnknown, StatusFailed}: true,
-		{StatusUnknown, StatusCanceled}:    true,
+		{StatusUnknown, StatusCanceled}: true,
+		// Payments that wait for the customer (CONTRACT §12). An unknown
+		// create, once learned, may be waiting too.
+		{StatusProcessing, StatusRequiresAction}: true, {StatusProcessing, StatusPending}: true,
+		{StatusUnknown, StatusRequiresAction}: true, {StatusUnknown, StatusPending}: true,
+		{StatusRequiresAction, StatusPending}: true, {StatusRequiresAction, StatusAuthorized}: true,
+		{StatusRequiresAction, StatusCaptured}: true, {StatusRequiresAction, StatusDeclined}: true,
+		{StatusRequiresAction, StatusCanceled}: true,
+		{StatusPending, StatusAuthorized}:      true, {StatusPending, StatusCaptured}: true,
+		{StatusPending, StatusFailed}: true, {StatusPending, StatusCanceled}: true,
 		{StatusAuthorized, StatusCaptured}: true, {StatusAuthorized, StatusCanceled}: true,
 		// An ops replay after proof of no effect.
 		{StatusDeclined, StatusProcessing}: true, {StatusFailed, StatusProcessing}: true,
 	}
-	all := []Status{StatusProcessing, StatusUnknown, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled}
+	all := []Status{StatusProcessing, StatusUnknown, StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled}
 	for _, from := range all {
 		for _, to := range all {
 			if got := CanTransition(from, to); got != allowed[[2]Status{from, to}] {
 				t.Errorf("CanTransition(%s, %s) = %v", from, to, got)
 			}
+		}
+	}
+}
+
+func TestStatusFinalAndLive(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s           Status
+		final, live bool
+	}{
+		{StatusProcessing, false, true}, {StatusUnknown, false, true},
+		{StatusRequiresAction, false, true}, {StatusPending, false, true},
+		{StatusAuthorized, true, true}, {StatusCaptured, true, true},
+		{StatusDeclined, true, false}, {StatusFailed, true, false}, {StatusCanceled, true, false},
+	} {
+		if c.s.Final() != c.final || c.s.Live() != c.live {
+			t.Errorf("%s: Final %v Live %v, want %v %v", c.s, c.s.Final(), c.s.Live(), c.final, c.live)
 		}
 	}
 }

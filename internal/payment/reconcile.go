@@ -23,6 +23,9 @@ type Resolution struct {
 	Resolved bool
 	// ByOther: another path resolved the attempt first.
 	ByOther bool
+	// Waiting: the payment waits for the customer or the provider; the
+	// attempt is polled again on its own schedule.
+	Waiting bool
 }
 
 // Now is the service's clock, for callers that bound their work in time.
@@ -118,7 +121,10 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 				return err
 			}
 		}
-		res.Resolved = stored.Status.Resolved()
+		// An unknown outcome learned to be waiting is resolved into
+		// requires_action or pending; a waiting one still waiting is not.
+		res.Waiting = stored.Status == AttemptWaiting
+		res.Resolved = stored.Status.Resolved() || (res.Waiting && a.Status != AttemptWaiting)
 		res.Status = string(p.Status)
 		if stored.Operation == OpRefund {
 			res.Status = "refunded"
@@ -126,12 +132,22 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 				res.Status = "refund_failed"
 			}
 		}
-		if !res.Resolved || !hasKey || rec.State == idempotency.StateCompleted {
+		if !stored.Status.Answered() || !hasKey || rec.State == idempotency.StateCompleted {
 			return nil
 		}
 		return s.completeKey(ctx, tx, rec, p, stored, now)
 	})
-	return res, err
+	if err != nil || !res.Waiting || res.ByOther {
+		return res, err
+	}
+	// A Pix or Boleto past its expiry that the provider still shows open is
+	// canceled there, so it can no longer be paid, before it ends here.
+	if st, expired, err := s.expire(ctx, acct, a.PaymentID, actor, expiredAtProvider(out)); err != nil {
+		return res, err
+	} else if expired {
+		res.Status, res.Waiting, res.Resolved = string(st), false, st.Final()
+	}
+	return res, nil
 }
 
 // ReconcilePayment reconciles, now, every unresolved attempt of a payment
@@ -281,7 +297,7 @@ func ParseStatuses(v string) ([]Status, error) {
 	for _, part := range strings.Split(v, ",") {
 		st := Status(strings.TrimSpace(part))
 		switch st {
-		case StatusProcessing, StatusUnknown, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled:
+		case StatusProcessing, StatusUnknown, StatusRequiresAction, StatusPending, StatusAuthorized, StatusCaptured, StatusDeclined, StatusFailed, StatusCanceled:
 			out = append(out, st)
 		default:
 			return nil, fieldError("status", "must be a comma-separated list of payment statuses")

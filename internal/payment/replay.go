@@ -74,6 +74,8 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 					Actor: actor, Action: "replay.adopted", Reason: reason, Details: map[string]any{"status": string(p.Status)}})
 			case StatusProcessing, StatusUnknown:
 				return nil, nil, Errorf(CodeOutcomeUnknown, "the provider outcome of the last attempt is still unknown; no new attempt is made until it is known")
+			case StatusRequiresAction, StatusPending:
+				return nil, nil, Errorf(CodeInvalidState, "the payment is %s: the provider accepted it and it waits for the customer", p.Status)
 			case StatusCanceled:
 				return nil, nil, Errorf(CodeInvalidState, "the payment is canceled")
 			}

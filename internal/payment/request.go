@@ -36,17 +36,25 @@ type CreateRequest struct {
 	CustomerID    string            `json:"customer_id,omitempty"`
 	Description   string            `json:"description,omitempty"`
 	Metadata      map[string]string `json:"metadata"`
+	// Fields of payments that wait for the customer (CONTRACT §12); empty
+	// for a card payment, so its fingerprint is unchanged.
+	ReturnURL      string          `json:"return_url,omitempty"`
+	ExpiresIn      int64           `json:"expires_in,omitempty"`
+	BillingDetails *BillingDetails `json:"billing_details,omitempty"`
 }
 
 type createBody struct {
-	OrderID       *string            `json:"order_id"`
-	Amount        jsontext.Value     `json:"amount"`
-	Currency      *string            `json:"currency"`
-	PaymentMethod *string            `json:"payment_method"`
-	CaptureMethod *string            `json:"capture_method"`
-	CustomerID    *string            `json:"customer_id"`
-	Description   *string            `json:"description"`
-	Metadata      map[string]*string `json:"metadata"`
+	OrderID        *string            `json:"order_id"`
+	Amount         jsontext.Value     `json:"amount"`
+	Currency       *string            `json:"currency"`
+	PaymentMethod  *string            `json:"payment_method"`
+	CaptureMethod  *string            `json:"capture_method"`
+	CustomerID     *string            `json:"customer_id"`
+	Description    *string            `json:"description"`
+	Metadata       map[string]*string `json:"metadata"`
+	ReturnURL      *string            `json:"return_url"`
+	ExpiresIn      jsontext.Value     `json:"expires_in"`
+	BillingDetails *billingBody       `json:"billing_details"`
 }
 
 // ParseCreateRequest decodes, validates and normalizes a create body. Field
@@ -54,7 +62,9 @@ type createBody struct {
 // echoed back.
 func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	var b createBody
-	if err := DecodeStrict(body, &b); err != nil {
+	// A CNPJ is 14 digits and may pass the Luhn check: it is checked as a
+	// tax id, not as card data.
+	if err := DecodeStrict(body, &b, "billing_details.tax_id"); err != nil {
 		return CreateRequest{}, err
 	}
 	var fe []FieldError
@@ -141,8 +151,56 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 		}
 	}
 
+	parseMethodFields(&b, &r, bad)
+
 	if len(fe) > 0 {
 		return CreateRequest{}, &Error{Code: CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
 	}
 	return r, nil
+}
+
+// parseMethodFields reads the fields of payments that wait for the
+// customer: return_url, expires_in with its per-method default, and the
+// billing details Boleto requires.
+func parseMethodFields(b *createBody, r *CreateRequest, bad func(field, msg string)) {
+	method := ""
+	if b.PaymentMethod != nil {
+		method = *b.PaymentMethod
+	}
+	if b.ReturnURL != nil {
+		if checkReturnURL(*b.ReturnURL) {
+			r.ReturnURL = *b.ReturnURL
+		} else {
+			bad("return_url", "must be an absolute https URL (http only for localhost)")
+		}
+	}
+	if (method == MethodPix || method == MethodBoleto) && b.CaptureMethod != nil && *b.CaptureMethod == "manual" {
+		bad("capture_method", "must be automatic for "+method+": it is captured when the customer pays")
+	}
+	lo, hi, def, unit := int64(0), int64(0), int64(0), ""
+	switch method {
+	case MethodPix:
+		lo, hi, def, unit = PixExpiresMin, PixExpiresMax, PixExpiresDefault, "seconds"
+	case MethodBoleto:
+		lo, hi, def, unit = BoletoExpiresMin, BoletoExpiresMax, BoletoExpiresDefault, "days"
+	}
+	switch {
+	case len(b.ExpiresIn) > 0 && def == 0:
+		bad("expires_in", "is only for pix and boleto")
+	case len(b.ExpiresIn) > 0:
+		n, ok := ParseAmount(b.ExpiresIn)
+		if !ok || n < lo || n > hi {
+			bad("expires_in", fmt.Sprintf("must be an integer from %d to %d (%s) for %s", lo, hi, unit, method))
+		} else {
+			r.ExpiresIn = n
+		}
+	default:
+		r.ExpiresIn = def
+	}
+	switch {
+	case b.BillingDetails != nil:
+		r.BillingDetails = parseBilling(b.BillingDetails, bad)
+	case method == MethodBoleto:
+		bad("billing_details", "is required for boleto")
+	}
 }

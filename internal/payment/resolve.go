@@ -219,7 +219,12 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 	next := *p
 	next.UpdatedAt = now
 	var eventType string
+	wasWaiting := a.Status == AttemptWaiting
 	a.Status, a.UpdatedAt = attemptStatus(a.Operation, out), now
+	if wasWaiting && !a.Status.Answered() {
+		// A poll that could not learn anything leaves the payment waiting.
+		a.Status = AttemptWaiting
+	}
 	details := map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "outcome": string(out.Outcome)}
 	if out.FailureCode != "" {
 		details["failure_code"] = out.FailureCode
@@ -231,6 +236,15 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 	switch a.Operation {
 	case OpAuthorize:
 		next.Status = authorizationStatus(out)
+		if expiredAtProvider(out) && p.Status.Waiting() {
+			// The provider let it lapse but it stays open until canceled:
+			// it ends here only once the cancel has made sure (expire).
+			next.Status, a.Status = p.Status, AttemptWaiting
+		}
+		if next.Status == StatusDeclined && p.Status == StatusPending {
+			// Once the provider is processing, a refusal fails the payment.
+			next.Status = StatusFailed
+		}
 		if out.Intent != nil {
 			a.ProviderObjectID, next.ProviderPaymentID = out.Intent.ID, out.Intent.ID
 		}
@@ -239,6 +253,12 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 			next.AmountCaptured = capturedAmount(p.Amount, out.Intent)
 		case StatusDeclined, StatusFailed:
 			next.FailureCode, next.FailureMessage = out.FailureCode, out.FailureMessage
+			if next.FailureCode == "" && out.Intent != nil {
+				next.FailureCode, next.FailureMessage = out.Intent.FailureCode, out.Intent.FailureMessage
+			}
+		}
+		if a.Status == AttemptWaiting {
+			applyWaiting(&next, out.Intent)
 		}
 	case OpCapture:
 		switch a.Status {
@@ -252,6 +272,9 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 		switch a.Status {
 		case AttemptSucceeded:
 			next.Status = StatusCanceled
+			if abandoned(a) {
+				next.FailureCode, next.FailureMessage = FailureActionExpired, "the customer did not pay before the payment expired"
+			}
 		case AttemptFailed:
 			eventType = "payment.cancel_failed"
 			adoptIntent(&next, out.Intent)
@@ -284,12 +307,26 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 		}
 		details["refund_id"] = r.ID
 	}
+	action := "provider." + string(a.Operation)
+	moved := next.Status != p.Status && CanTransition(p.Status, next.Status)
+	if a.Status == AttemptWaiting {
+		st := next
+		if !moved {
+			st = *p
+		}
+		a.NextReconcileAt = s.waitingNext(&st, a, now)
+		if expiredAtProvider(out) {
+			a.NextReconcileAt = &now // due at once: cancel it at the provider
+		}
+	}
 	if err := tx.AttemptUpdateOutcome(ctx, a); err != nil {
 		return nil, err
 	}
-
-	action := "provider." + string(a.Operation)
-	moved := next.Status != p.Status && CanTransition(p.Status, next.Status)
+	if moved && next.Status.Final() && a.Operation != OpAuthorize {
+		if err := closeWaiting(ctx, tx, &next, now); err != nil {
+			return nil, err
+		}
+	}
 	if next.Status != p.Status && !moved {
 		// A stale or contradictory outcome never moves a payment backwards.
 		next.Status = p.Status
@@ -301,6 +338,10 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 	if !moved {
 		next.ProviderPaymentID, next.AmountCaptured = p.ProviderPaymentID, p.AmountCaptured
 		next.FailureCode, next.FailureMessage = p.FailureCode, p.FailureMessage
+		next.NextAction, next.ClientSecret, next.ActionExpiresAt = p.NextAction, p.ClientSecret, p.ActionExpiresAt
+	} else if next.Status != StatusRequiresAction {
+		// Nothing is left for the customer to do.
+		next.NextAction = nil
 	}
 	if err := tx.PaymentUpdate(ctx, &next); err != nil {
 		return nil, err
@@ -339,6 +380,8 @@ func attemptStatus(op Operation, out outcome) AttemptStatus {
 				return AttemptSucceeded
 			case StatusDeclined:
 				return AttemptDeclined
+			case StatusRequiresAction, StatusPending:
+				return AttemptWaiting
 			}
 		case OpCapture:
 			if out.Intent != nil && out.Intent.State == provider.IntentCaptured {
@@ -381,6 +424,10 @@ func authorizationStatus(out outcome) Status {
 			return StatusCanceled
 		case provider.IntentNeedsPaymentMethod:
 			return StatusDeclined
+		case provider.IntentRequiresAction:
+			return StatusRequiresAction
+		case provider.IntentProcessing:
+			return StatusPending
 		}
 	}
 	return StatusUnknown

@@ -53,6 +53,11 @@ type Config struct {
 	// AlertAfter is RECONCILE_ALERT_AFTER: an attempt unresolved for longer
 	// needs a person.
 	AlertAfter time.Duration
+	// WaitPoll is the first interval at which a payment that waits for the
+	// customer is polled (default 1 min); it doubles up to WaitMaxBackoff
+	// (default 1 h), and a poll always falls just after its expiry.
+	WaitPoll       time.Duration
+	WaitMaxBackoff time.Duration
 }
 
 // Service runs the money path.
@@ -70,6 +75,8 @@ type Service struct {
 	resendMargin    time.Duration
 	settleTimeout   time.Duration
 	alertAfter      time.Duration
+	waitPoll        time.Duration
+	waitMaxBackoff  time.Duration
 }
 
 // NewService checks its dependencies and applies defaults.
@@ -86,6 +93,8 @@ func NewService(c Config) (*Service, error) {
 		searchGrace:     orDefault(c.SearchGrace, 5*time.Minute),
 		settleTimeout:   orDefault(c.SettleTimeout, 10*time.Second),
 		alertAfter:      orDefault(c.AlertAfter, time.Hour),
+		waitPoll:        orDefault(c.WaitPoll, defaultWaitPoll),
+		waitMaxBackoff:  orDefault(c.WaitMaxBackoff, defaultWaitMaxBackoff),
 	}
 	s.resendMargin = resendMargin(s.providerTimeout, c.Provider.Retries())
 	if s.log == nil {

@@ -87,7 +87,7 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 			if err != nil {
 				return err
 			}
-			if a.Status.Resolved() && hasKey && rec.State != idempotency.StateCompleted {
+			if a.Status.Answered() && hasKey && rec.State != idempotency.StateCompleted {
 				if err := s.completeKey(ctx, tx, rec, p, a, now); err != nil {
 					return err
 				}

@@ -120,11 +120,15 @@ func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error
 	if err != nil {
 		return err
 	}
+	opts, err := json.Marshal(p.Options)
+	if err != nil {
+		return err
+	}
 	_, err = t.q.PaymentInsert(ctx, dbsqlc.PaymentInsertParams{
 		ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Attempt: int32(p.Attempt),
 		Amount: p.Amount, Currency: p.Currency, CaptureMethod: p.CaptureMethod,
 		PaymentMethod: p.PaymentMethod, CustomerID: p.CustomerID, Description: p.Description,
-		Metadata: md, Status: string(p.Status), Now: p.CreatedAt,
+		Metadata: md, MethodOptions: opts, Status: string(p.Status), Now: p.CreatedAt,
 	})
 	return translate(err)
 }
@@ -138,11 +142,20 @@ func (t *paymentTx) PaymentLock(ctx context.Context, accountID, id string) (*pay
 }
 
 func (t *paymentTx) PaymentUpdate(ctx context.Context, p *payment.Payment) error {
+	var next []byte
+	if p.NextAction != nil {
+		b, err := json.Marshal(p.NextAction)
+		if err != nil {
+			return err
+		}
+		next = b
+	}
 	_, err := t.q.PaymentUpdateState(ctx, dbsqlc.PaymentUpdateStateParams{
 		ID: p.ID, Status: string(p.Status), Attempt: int32(p.Attempt),
 		ProviderPaymentID: strPtr(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, ProviderAmountRefunded: p.ProviderAmountRefunded, FailureCode: strPtr(p.FailureCode),
-		FailureMessage: strPtr(p.FailureMessage), Now: p.UpdatedAt,
+		FailureMessage: strPtr(p.FailureMessage), NextAction: next, ClientSecret: strPtr(p.ClientSecret),
+		ActionExpiresAt: p.ActionExpiresAt, Now: p.UpdatedAt,
 	})
 	return translate(err)
 }
@@ -171,7 +184,8 @@ func (t *paymentTx) AttemptSetLease(ctx context.Context, id string, until, now t
 func (t *paymentTx) AttemptUpdateOutcome(ctx context.Context, a *payment.Attempt) error {
 	_, err := t.q.AttemptUpdateOutcome(ctx, dbsqlc.AttemptUpdateOutcomeParams{
 		ID: a.ID, Status: string(a.Status), ProviderObjectID: strPtr(a.ProviderObjectID),
-		FailureCode: strPtr(a.FailureCode), FailureMessage: strPtr(a.FailureMessage), Now: a.UpdatedAt})
+		FailureCode: strPtr(a.FailureCode), FailureMessage: strPtr(a.FailureMessage), Now: a.UpdatedAt,
+		NextReconcileAt: a.NextReconcileAt})
 	return translate(err)
 }
 
@@ -210,6 +224,17 @@ func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
 	if err := json.Unmarshal(r.Metadata, &md); err != nil {
 		return nil, err
 	}
+	var opts payment.MethodOptions
+	if err := json.Unmarshal(r.MethodOptions, &opts); err != nil {
+		return nil, err
+	}
+	var next *payment.NextAction
+	if len(r.NextAction) > 0 {
+		next = new(payment.NextAction)
+		if err := json.Unmarshal(r.NextAction, next); err != nil {
+			return nil, err
+		}
+	}
 	return &payment.Payment{
 		ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt),
 		Amount: r.Amount, Currency: r.Currency, CaptureMethod: r.CaptureMethod,
@@ -217,6 +242,7 @@ func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
 		Metadata: md, Status: payment.Status(r.Status), ProviderPaymentID: deref(r.ProviderPaymentID),
 		AmountCaptured: r.AmountCaptured, AmountRefunded: r.AmountRefunded, ProviderAmountRefunded: r.ProviderAmountRefunded,
 		FailureCode: deref(r.FailureCode), FailureMessage: deref(r.FailureMessage),
+		Options: opts, NextAction: next, ClientSecret: deref(r.ClientSecret), ActionExpiresAt: r.ActionExpiresAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}, nil
 }

@@ -48,6 +48,9 @@ const (
 	IntentRequiresAction IntentState = "requires_action"
 	// IntentProcessing: the provider is processing asynchronously.
 	IntentProcessing IntentState = "processing"
+	// IntentRequiresConfirmation: created but not confirmed; nothing was
+	// attempted, nothing is held.
+	IntentRequiresConfirmation IntentState = "requires_confirmation"
 	// IntentOther: a state that proves nothing about money moved.
 	IntentOther IntentState = "other"
 )
@@ -62,6 +65,90 @@ type Intent struct {
 	Currency         string // lower case
 	CaptureMethod    string // automatic or manual
 	Metadata         map[string]string
+	// NextAction is what the customer must do while State is
+	// IntentRequiresAction; nil otherwise.
+	NextAction *NextAction
+	// ClientSecret lets a frontend complete the payment with the
+	// provider's own library. Never logged.
+	ClientSecret string
+	// FailureCode and FailureMessage explain the last failed confirmation
+	// (FailureAuthentication when the customer failed 3-D Secure).
+	FailureCode    string
+	FailureMessage string
+}
+
+// FailureAuthentication is the failure code of a payment whose customer
+// failed (or abandoned) authentication.
+const FailureAuthentication = "authentication_failed"
+
+// FailureExpired is the failure code of a Pix or Boleto that the provider
+// let lapse unpaid; the intent may still be open until it is canceled.
+const FailureExpired = "action_expired"
+
+// NextActionType names what the customer must do.
+type NextActionType string
+
+const (
+	NextRedirectToURL   NextActionType = "redirect_to_url"
+	NextUseStripeSDK    NextActionType = "use_stripe_sdk"
+	NextPixQRCode       NextActionType = "pix_display_qr_code"
+	NextBoletoDetails   NextActionType = "boleto_display_details"
+	NextActionUnhandled NextActionType = "other"
+)
+
+// NextAction is the customer's next step; exactly the field of its Type is
+// set. Its JSON is the public shape of CONTRACT §12.
+type NextAction struct {
+	Type          NextActionType `json:"type"`
+	RedirectToURL *RedirectToURL `json:"redirect_to_url,omitempty"`
+	PixQRCode     *PixQRCode     `json:"pix_display_qr_code,omitempty"`
+	BoletoDetails *BoletoDetails `json:"boleto_display_details,omitempty"`
+}
+
+// RedirectToURL sends the customer to the provider's authentication page,
+// which returns them to ReturnURL.
+type RedirectToURL struct {
+	URL       string `json:"url"`
+	ReturnURL string `json:"return_url"`
+}
+
+// PixQRCode is a Pix charge to show the customer.
+type PixQRCode struct {
+	Data                  string `json:"data"`
+	ImageURLPNG           string `json:"image_url_png"`
+	HostedInstructionsURL string `json:"hosted_instructions_url"`
+	ExpiresAt             string `json:"expires_at"` // RFC 3339
+}
+
+// BoletoDetails is a Boleto voucher to show the customer.
+type BoletoDetails struct {
+	Number           string `json:"number"`
+	HostedVoucherURL string `json:"hosted_voucher_url"`
+	PDF              string `json:"pdf"`
+	ExpiresAt        string `json:"expires_at"` // RFC 3339
+}
+
+// Payment methods the provider creates itself from the request.
+const (
+	MethodPix    = "pix"
+	MethodBoleto = "boleto"
+)
+
+// BillingDetails identify the payer (required by Boleto).
+type BillingDetails struct {
+	Name    string  `json:"name"`
+	Email   string  `json:"email"`
+	TaxID   string  `json:"tax_id"`
+	Address Address `json:"address"`
+}
+
+// Address is a billing address.
+type Address struct {
+	Line1      string `json:"line1"`
+	City       string `json:"city"`
+	State      string `json:"state"`
+	PostalCode string `json:"postal_code"`
+	Country    string `json:"country"`
 }
 
 // Result is the answer to one provider call. The adapter says what kind of
@@ -89,13 +176,21 @@ type AuthorizeRequest struct {
 	IdempotencyKey string // derived provider key, e.g. "pedido-842:autorizar-v1"
 	Amount         int64
 	Currency       string // upper case ISO code; adapters convert as needed
-	PaymentMethod  string
-	CaptureMethod  string // automatic or manual
-	CustomerID     string // optional
-	Description    string // optional
+	// PaymentMethod is a provider token (pm_…), or MethodPix or
+	// MethodBoleto for a method the provider creates from this request.
+	PaymentMethod string
+	CaptureMethod string // automatic or manual
+	CustomerID    string // optional
+	Description   string // optional
 	// Metadata is sent as is; the caller has already merged its own keys
 	// (payment_id, order_id, attempt) over the client's.
 	Metadata map[string]string
+	// ReturnURL, when set, lets 3-D Secure redirect the customer and
+	// return them there; without it the frontend uses the client secret.
+	ReturnURL string `json:",omitempty"`
+	// ExpiresIn: seconds for Pix, days for Boleto.
+	ExpiresIn      int64           `json:",omitempty"`
+	BillingDetails *BillingDetails `json:",omitempty"`
 }
 
 // CaptureRequest captures an authorized payment; Amount 0 captures in full.
@@ -105,10 +200,13 @@ type CaptureRequest struct {
 	Amount         int64
 }
 
-// CancelRequest cancels an authorized, uncaptured payment.
+// CancelRequest cancels an uncaptured payment.
 type CancelRequest struct {
 	IdempotencyKey string
 	IntentID       string
+	// Abandoned: the customer never completed the payment before it
+	// expired (the service cancels it so it can no longer be paid).
+	Abandoned bool `json:",omitempty"`
 }
 
 // RefundRequest refunds part or all of a captured payment.

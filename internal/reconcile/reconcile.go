@@ -137,6 +137,8 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Summary, error) {
 		}
 		switch {
 		case res.ByOther:
+		case res.Waiting && !res.Resolved:
+			// Polled on its own schedule: it waits for the customer.
 		case res.Resolved:
 			sum.Resolved[res.Status]++
 			if r.cfg.Metrics != nil {
@@ -148,7 +150,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Summary, error) {
 		log := []slog.Attr{slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID),
 			slog.String("operation", string(a.Operation)), slog.Bool("resolved", res.Resolved), slog.String("status", res.Status),
 			slog.Int("tries", a.ReconcileTries)}
-		if !res.Resolved && !res.ByOther && r.cfg.Payments.Now().Sub(a.CreatedAt) > r.cfg.AlertAfter {
+		if !res.Resolved && !res.ByOther && !res.Waiting && r.cfg.Payments.Now().Sub(a.CreatedAt) > r.cfg.AlertAfter {
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "attempt needs attention: unresolved past RECONCILE_ALERT_AFTER",
 				append(log, slog.Time("created_at", a.CreatedAt), slog.Any("next_try_at", a.NextReconcileAt))...)
 		} else {

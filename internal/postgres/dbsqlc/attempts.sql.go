@@ -15,7 +15,7 @@ UPDATE attempts
 SET lease_expires_at = $1
 WHERE id = (
     SELECT id FROM attempts a
-    WHERE a.id = $2 AND a.status IN ('processing', 'unknown')
+    WHERE a.id = $2 AND a.status IN ('processing', 'unknown', 'waiting')
       AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $3)
     FOR UPDATE SKIP LOCKED
 )
@@ -251,7 +251,7 @@ func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([
 
 const attemptListUnresolvedByPayment = `-- name: AttemptListUnresolvedByPayment :many
 SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts
-WHERE payment_id = $1 AND status IN ('processing', 'unknown')
+WHERE payment_id = $1 AND status IN ('processing', 'unknown', 'waiting')
 ORDER BY created_at
 `
 
@@ -295,7 +295,7 @@ func (q *Queries) AttemptListUnresolvedByPayment(ctx context.Context, paymentID 
 
 const attemptLockNextDue = `-- name: AttemptLockNextDue :one
 SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts a
-WHERE a.status IN ('processing', 'unknown')
+WHERE a.status IN ('processing', 'unknown', 'waiting')
   AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $1)
   AND ((a.next_reconcile_at IS NULL AND a.updated_at < $2)
        OR a.next_reconcile_at < $3)
@@ -315,7 +315,8 @@ type AttemptLockNextDueParams struct {
 // it and sets its next due time (AttemptScheduleClaim) in the same
 // transaction. Never claimed: due once untouched since updated_before.
 // Claimed before: due when its next time came before the pass began, so a
-// pass never claims an attempt twice.
+// pass never claims an attempt twice. A waiting attempt always has its
+// next time.
 func (q *Queries) AttemptLockNextDue(ctx context.Context, arg AttemptLockNextDueParams) (Attempt, error) {
 	row := q.db.QueryRow(ctx, attemptLockNextDue, arg.Now, arg.UpdatedBefore, arg.DueBefore)
 	var i Attempt
@@ -418,8 +419,12 @@ const attemptUpdateOutcome = `-- name: AttemptUpdateOutcome :one
 UPDATE attempts
 SET status = $1, provider_object_id = COALESCE($2, provider_object_id),
     failure_code = $3, failure_message = $4,
-    lease_expires_at = NULL, updated_at = $5
-WHERE id = $6
+    lease_expires_at = NULL, updated_at = $5,
+    -- A waiting attempt is polled on its own schedule, which starts when
+    -- it begins to wait.
+    reconcile_tries = CASE WHEN status <> 'waiting' AND $1 = 'waiting' THEN 0 ELSE reconcile_tries END,
+    next_reconcile_at = CASE WHEN $1 = 'waiting' THEN $6::timestamptz ELSE next_reconcile_at END
+WHERE id = $7
 RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
 `
 
@@ -429,6 +434,7 @@ type AttemptUpdateOutcomeParams struct {
 	FailureCode      *string
 	FailureMessage   *string
 	Now              time.Time
+	NextReconcileAt  *time.Time
 	ID               string
 }
 
@@ -439,6 +445,7 @@ func (q *Queries) AttemptUpdateOutcome(ctx context.Context, arg AttemptUpdateOut
 		arg.FailureCode,
 		arg.FailureMessage,
 		arg.Now,
+		arg.NextReconcileAt,
 		arg.ID,
 	)
 	var i Attempt

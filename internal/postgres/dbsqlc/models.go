@@ -114,6 +114,10 @@ type Payment struct {
 	CreatedAt              time.Time
 	UpdatedAt              time.Time
 	ProviderAmountRefunded int64
+	MethodOptions          []byte
+	NextAction             []byte
+	ClientSecret           *string
+	ActionExpiresAt        *time.Time
 }
 
 type PaymentStatusCount struct {

@@ -47,7 +47,7 @@ func (q *Queries) PaymentCountByStatus(ctx context.Context) ([]PaymentCountBySta
 }
 
 const paymentGetAnyAccount = `-- name: PaymentGetAnyAccount :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments WHERE id = $1
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments WHERE id = $1
 `
 
 func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment, error) {
@@ -75,12 +75,16 @@ func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProviderAmountRefunded,
+		&i.MethodOptions,
+		&i.NextAction,
+		&i.ClientSecret,
+		&i.ActionExpiresAt,
 	)
 	return i, err
 }
 
 const paymentGetByID = `-- name: PaymentGetByID :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments WHERE account_id = $1 AND id = $2
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments WHERE account_id = $1 AND id = $2
 `
 
 type PaymentGetByIDParams struct {
@@ -113,12 +117,16 @@ func (q *Queries) PaymentGetByID(ctx context.Context, arg PaymentGetByIDParams) 
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProviderAmountRefunded,
+		&i.MethodOptions,
+		&i.NextAction,
+		&i.ClientSecret,
+		&i.ActionExpiresAt,
 	)
 	return i, err
 }
 
 const paymentGetByIDForUpdate = `-- name: PaymentGetByIDForUpdate :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments WHERE account_id = $1 AND id = $2 FOR UPDATE
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments WHERE account_id = $1 AND id = $2 FOR UPDATE
 `
 
 type PaymentGetByIDForUpdateParams struct {
@@ -153,12 +161,16 @@ func (q *Queries) PaymentGetByIDForUpdate(ctx context.Context, arg PaymentGetByI
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProviderAmountRefunded,
+		&i.MethodOptions,
+		&i.NextAction,
+		&i.ClientSecret,
+		&i.ActionExpiresAt,
 	)
 	return i, err
 }
 
 const paymentGetByProviderID = `-- name: PaymentGetByProviderID :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments
 WHERE account_id = $1 AND provider_payment_id = $2
 ORDER BY created_at DESC
 LIMIT 1
@@ -194,14 +206,18 @@ func (q *Queries) PaymentGetByProviderID(ctx context.Context, arg PaymentGetByPr
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProviderAmountRefunded,
+		&i.MethodOptions,
+		&i.NextAction,
+		&i.ClientSecret,
+		&i.ActionExpiresAt,
 	)
 	return i, err
 }
 
 const paymentGetLiveByOrder = `-- name: PaymentGetLiveByOrder :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments
 WHERE account_id = $1 AND order_id = $2
-  AND status IN ('processing', 'unknown', 'authorized', 'captured')
+  AND status IN ('processing', 'unknown', 'requires_action', 'pending', 'authorized', 'captured')
 `
 
 type PaymentGetLiveByOrderParams struct {
@@ -234,16 +250,20 @@ func (q *Queries) PaymentGetLiveByOrder(ctx context.Context, arg PaymentGetLiveB
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProviderAmountRefunded,
+		&i.MethodOptions,
+		&i.NextAction,
+		&i.ClientSecret,
+		&i.ActionExpiresAt,
 	)
 	return i, err
 }
 
 const paymentInsert = `-- name: PaymentInsert :one
 INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
-                      customer_id, description, metadata, status, created_at, updated_at)
+                      customer_id, description, metadata, method_options, status, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11, $12, $13, $13)
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded
+        $9, $10, $11, $12, $13, $14, $14)
+RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at
 `
 
 type PaymentInsertParams struct {
@@ -258,6 +278,7 @@ type PaymentInsertParams struct {
 	CustomerID    string
 	Description   string
 	Metadata      []byte
+	MethodOptions []byte
 	Status        string
 	Now           time.Time
 }
@@ -275,6 +296,7 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (P
 		arg.CustomerID,
 		arg.Description,
 		arg.Metadata,
+		arg.MethodOptions,
 		arg.Status,
 		arg.Now,
 	)
@@ -301,12 +323,16 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (P
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProviderAmountRefunded,
+		&i.MethodOptions,
+		&i.NextAction,
+		&i.ClientSecret,
+		&i.ActionExpiresAt,
 	)
 	return i, err
 }
 
 const paymentListByOrder = `-- name: PaymentListByOrder :many
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments
 WHERE account_id = $1 AND order_id = $2
 ORDER BY created_at, attempt
 LIMIT $3
@@ -349,6 +375,10 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.ProviderAmountRefunded,
+			&i.MethodOptions,
+			&i.NextAction,
+			&i.ClientSecret,
+			&i.ActionExpiresAt,
 		); err != nil {
 			return nil, err
 		}
@@ -361,7 +391,7 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 }
 
 const paymentListStuck = `-- name: PaymentListStuck :many
-SELECT p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded,
+SELECT p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded, p.method_options, p.next_action, p.client_secret, p.action_expires_at,
        EXISTS (SELECT 1 FROM attempts a
                WHERE a.payment_id = p.id AND a.status IN ('processing', 'unknown')
                  AND a.created_at < $1)::boolean AS needs_attention
@@ -426,6 +456,10 @@ func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckPara
 			&i.Payment.CreatedAt,
 			&i.Payment.UpdatedAt,
 			&i.Payment.ProviderAmountRefunded,
+			&i.Payment.MethodOptions,
+			&i.Payment.NextAction,
+			&i.Payment.ClientSecret,
+			&i.Payment.ActionExpiresAt,
 			&i.NeedsAttention,
 		); err != nil {
 			return nil, err
@@ -462,9 +496,11 @@ UPDATE payments
 SET status = $1, attempt = $2, provider_payment_id = $3,
     amount_captured = $4, amount_refunded = $5,
     provider_amount_refunded = $6,
-    failure_code = $7, failure_message = $8, updated_at = $9
-WHERE id = $10
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded
+    failure_code = $7, failure_message = $8,
+    next_action = $9, client_secret = $10, action_expires_at = $11,
+    updated_at = $12
+WHERE id = $13
+RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at
 `
 
 type PaymentUpdateStateParams struct {
@@ -476,6 +512,9 @@ type PaymentUpdateStateParams struct {
 	ProviderAmountRefunded int64
 	FailureCode            *string
 	FailureMessage         *string
+	NextAction             []byte
+	ClientSecret           *string
+	ActionExpiresAt        *time.Time
 	Now                    time.Time
 	ID                     string
 }
@@ -490,6 +529,9 @@ func (q *Queries) PaymentUpdateState(ctx context.Context, arg PaymentUpdateState
 		arg.ProviderAmountRefunded,
 		arg.FailureCode,
 		arg.FailureMessage,
+		arg.NextAction,
+		arg.ClientSecret,
+		arg.ActionExpiresAt,
 		arg.Now,
 		arg.ID,
 	)
@@ -516,6 +558,10 @@ func (q *Queries) PaymentUpdateState(ctx context.Context, arg PaymentUpdateState
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProviderAmountRefunded,
+		&i.MethodOptions,
+		&i.NextAction,
+		&i.ClientSecret,
+		&i.ActionExpiresAt,
 	)
 	return i, err
 }

@@ -23,7 +23,11 @@ UPDATE attempts SET lease_expires_at = @lease_expires_at, updated_at = @now WHER
 UPDATE attempts
 SET status = @status, provider_object_id = COALESCE(@provider_object_id, provider_object_id),
     failure_code = @failure_code, failure_message = @failure_message,
-    lease_expires_at = NULL, updated_at = @now
+    lease_expires_at = NULL, updated_at = @now,
+    -- A waiting attempt is polled on its own schedule, which starts when
+    -- it begins to wait.
+    reconcile_tries = CASE WHEN status <> 'waiting' AND @status = 'waiting' THEN 0 ELSE reconcile_tries END,
+    next_reconcile_at = CASE WHEN @status = 'waiting' THEN sqlc.narg(next_reconcile_at)::timestamptz ELSE next_reconcile_at END
 WHERE id = @id
 RETURNING *;
 
@@ -32,10 +36,11 @@ RETURNING *;
 -- it and sets its next due time (AttemptScheduleClaim) in the same
 -- transaction. Never claimed: due once untouched since updated_before.
 -- Claimed before: due when its next time came before the pass began, so a
--- pass never claims an attempt twice.
+-- pass never claims an attempt twice. A waiting attempt always has its
+-- next time.
 -- name: AttemptLockNextDue :one
 SELECT * FROM attempts a
-WHERE a.status IN ('processing', 'unknown')
+WHERE a.status IN ('processing', 'unknown', 'waiting')
   AND (a.lease_expires_at IS NULL OR a.lease_expires_at < @now)
   AND ((a.next_reconcile_at IS NULL AND a.updated_at < @updated_before)
        OR a.next_reconcile_at < @due_before)
@@ -60,7 +65,7 @@ UPDATE attempts
 SET lease_expires_at = @lease_until
 WHERE id = (
     SELECT id FROM attempts a
-    WHERE a.id = @id AND a.status IN ('processing', 'unknown')
+    WHERE a.id = @id AND a.status IN ('processing', 'unknown', 'waiting')
       AND (a.lease_expires_at IS NULL OR a.lease_expires_at < @now)
     FOR UPDATE SKIP LOCKED
 )
@@ -68,7 +73,7 @@ RETURNING *;
 
 -- name: AttemptListUnresolvedByPayment :many
 SELECT * FROM attempts
-WHERE payment_id = @payment_id AND status IN ('processing', 'unknown')
+WHERE payment_id = @payment_id AND status IN ('processing', 'unknown', 'waiting')
 ORDER BY created_at;
 
 -- name: AttemptLatestByPayment :one

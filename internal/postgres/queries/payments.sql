@@ -1,8 +1,8 @@
 -- name: PaymentInsert :one
 INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
-                      customer_id, description, metadata, status, created_at, updated_at)
+                      customer_id, description, metadata, method_options, status, created_at, updated_at)
 VALUES (@id, @account_id, @order_id, @attempt, @amount, @currency, @capture_method, @payment_method,
-        @customer_id, @description, @metadata, @status, @now, @now)
+        @customer_id, @description, @metadata, @method_options, @status, @now, @now)
 RETURNING *;
 
 -- name: PaymentGetByID :one
@@ -22,14 +22,16 @@ LIMIT @max_rows;
 -- name: PaymentGetLiveByOrder :one
 SELECT * FROM payments
 WHERE account_id = @account_id AND order_id = @order_id
-  AND status IN ('processing', 'unknown', 'authorized', 'captured');
+  AND status IN ('processing', 'unknown', 'requires_action', 'pending', 'authorized', 'captured');
 
 -- name: PaymentUpdateState :one
 UPDATE payments
 SET status = @status, attempt = @attempt, provider_payment_id = @provider_payment_id,
     amount_captured = @amount_captured, amount_refunded = @amount_refunded,
     provider_amount_refunded = @provider_amount_refunded,
-    failure_code = @failure_code, failure_message = @failure_message, updated_at = @now
+    failure_code = @failure_code, failure_message = @failure_message,
+    next_action = @next_action, client_secret = @client_secret, action_expires_at = @action_expires_at,
+    updated_at = @now
 WHERE id = @id
 RETURNING *;
 

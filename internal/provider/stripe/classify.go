@@ -74,6 +74,9 @@ func classify(err error) verdict {
 		if se.DeclineCode != "" {
 			v.code = string(se.DeclineCode)
 		}
+		if se.Code == stripego.ErrorCodePaymentIntentAuthenticationFailure {
+			v.code = provider.FailureAuthentication
+		}
 		return v
 	case status == 401 || status == 403:
 		// Its message may echo part of the key, so it is not passed on.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	stripego "github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/client"
@@ -94,20 +95,7 @@ func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r prov
 		// Nothing is sent, so nothing can have happened, also on recovery.
 		return provider.Result{Answer: provider.AnswerInvalid, FailureCode: codeMissingKey, FailureMessage: "no secret key"}
 	}
-	params := &stripego.PaymentIntentParams{
-		Amount:        stripego.Int64(r.Amount),
-		Currency:      stripego.String(strings.ToLower(r.Currency)),
-		PaymentMethod: stripego.String(r.PaymentMethod),
-		CaptureMethod: stripego.String(r.CaptureMethod),
-		Confirm:       stripego.Bool(true),
-		// Confirmed server side there is no page to return to; without this
-		// Stripe demands a return_url for redirect-based methods.
-		AutomaticPaymentMethods: &stripego.PaymentIntentAutomaticPaymentMethodsParams{
-			Enabled:        stripego.Bool(true),
-			AllowRedirects: stripego.String("never"),
-		},
-		Metadata: r.Metadata,
-	}
+	params := authorizeParams(r)
 	if r.CustomerID != "" {
 		params.Customer = stripego.String(r.CustomerID)
 	}
@@ -119,6 +107,69 @@ func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r prov
 	params.Context = ctx
 	pi, err := p.client(c.SecretKey).PaymentIntents.New(params)
 	return p.result(opAuthorize, "", pi, err, sends)
+}
+
+// authorizeParams builds the create-and-confirm request. A card token is
+// confirmed as it is; with a return_url 3-D Secure may redirect, without
+// one redirects are refused and the frontend authenticates with the client
+// secret. Pix and Boleto are created from payment_method_data, with their
+// expiry and the payer's details.
+func authorizeParams(r provider.AuthorizeRequest) *stripego.PaymentIntentParams {
+	params := &stripego.PaymentIntentParams{
+		Amount:        stripego.Int64(r.Amount),
+		Currency:      stripego.String(strings.ToLower(r.Currency)),
+		CaptureMethod: stripego.String(r.CaptureMethod),
+		Confirm:       stripego.Bool(true),
+		Metadata:      r.Metadata,
+	}
+	if r.ReturnURL != "" {
+		params.ReturnURL = stripego.String(r.ReturnURL)
+	}
+	switch r.PaymentMethod {
+	case provider.MethodPix, provider.MethodBoleto:
+		data := &stripego.PaymentIntentPaymentMethodDataParams{Type: stripego.String(r.PaymentMethod)}
+		if b := r.BillingDetails; b != nil {
+			data.BillingDetails = &stripego.PaymentIntentPaymentMethodDataBillingDetailsParams{
+				Name:  stripego.String(b.Name),
+				Email: stripego.String(b.Email),
+				Address: &stripego.AddressParams{
+					Line1: stripego.String(b.Address.Line1), City: stripego.String(b.Address.City),
+					State: stripego.String(b.Address.State), PostalCode: stripego.String(b.Address.PostalCode),
+					Country: stripego.String(b.Address.Country),
+				},
+			}
+		}
+		params.PaymentMethodData = data
+		params.PaymentMethodTypes = []*string{stripego.String(r.PaymentMethod)}
+		opts := &stripego.PaymentIntentPaymentMethodOptionsParams{}
+		if r.PaymentMethod == provider.MethodPix {
+			data.Pix = &stripego.PaymentIntentPaymentMethodDataPixParams{}
+			if r.ExpiresIn > 0 {
+				opts.Pix = &stripego.PaymentIntentPaymentMethodOptionsPixParams{ExpiresAfterSeconds: stripego.Int64(r.ExpiresIn)}
+			}
+		} else {
+			data.Boleto = &stripego.PaymentMethodBoletoParams{}
+			if r.BillingDetails != nil {
+				data.Boleto.TaxID = stripego.String(r.BillingDetails.TaxID)
+			}
+			if r.ExpiresIn > 0 {
+				opts.Boleto = &stripego.PaymentIntentPaymentMethodOptionsBoletoParams{ExpiresAfterDays: stripego.Int64(r.ExpiresIn)}
+			}
+		}
+		if opts.Pix != nil || opts.Boleto != nil {
+			params.PaymentMethodOptions = opts
+		}
+	default:
+		params.PaymentMethod = stripego.String(r.PaymentMethod)
+		apm := &stripego.PaymentIntentAutomaticPaymentMethodsParams{Enabled: stripego.Bool(true)}
+		if r.ReturnURL == "" {
+			// Confirmed server side with no page to return to: Stripe would
+			// demand a return_url for redirect-based methods.
+			apm.AllowRedirects = stripego.String("never")
+		}
+		params.AutomaticPaymentMethods = apm
+	}
+	return params
 }
 
 // Capture captures an authorized PaymentIntent, in full when Amount is 0.
@@ -143,6 +194,9 @@ func (p *Provider) Cancel(ctx context.Context, c provider.Credentials, r provide
 		return res
 	}
 	params := &stripego.PaymentIntentCancelParams{}
+	if r.Abandoned {
+		params.CancellationReason = stripego.String(string(stripego.PaymentIntentCancellationReasonAbandoned))
+	}
 	params.SetIdempotencyKey(r.IdempotencyKey)
 	ctx, sends := countSends(ctx)
 	params.Context = ctx
@@ -313,7 +367,7 @@ func toIntent(pi *stripego.PaymentIntent) *provider.Intent {
 	for k, v := range pi.Metadata {
 		md[k] = v
 	}
-	return &provider.Intent{
+	in := &provider.Intent{
 		ID:               pi.ID,
 		State:            intentState(pi.Status),
 		Amount:           pi.Amount,
@@ -322,7 +376,63 @@ func toIntent(pi *stripego.PaymentIntent) *provider.Intent {
 		Currency:         strings.ToLower(string(pi.Currency)),
 		CaptureMethod:    string(pi.CaptureMethod),
 		Metadata:         md,
+		NextAction:       nextAction(pi),
 	}
+	if in.State == provider.IntentRequiresAction || in.State == provider.IntentProcessing {
+		in.ClientSecret = pi.ClientSecret
+	}
+	in.FailureCode, in.FailureMessage = lastFailure(pi.LastPaymentError)
+	return in
+}
+
+// lastFailure reads a PaymentIntent's last payment error; a failed or
+// abandoned 3-D Secure challenge is provider.FailureAuthentication.
+func lastFailure(e *stripego.Error) (code, msg string) {
+	if e == nil {
+		return "", ""
+	}
+	switch e.Code {
+	case stripego.ErrorCodePaymentIntentAuthenticationFailure:
+		return provider.FailureAuthentication, e.Msg
+	case stripego.ErrorCodePaymentIntentPaymentAttemptExpired:
+		return provider.FailureExpired, e.Msg
+	}
+	if e.DeclineCode != "" {
+		return string(e.DeclineCode), e.Msg
+	}
+	return string(e.Code), e.Msg
+}
+
+// nextAction maps a PaymentIntent's next_action onto the service's shape,
+// only while the intent requires action.
+func nextAction(pi *stripego.PaymentIntent) *provider.NextAction {
+	na := pi.NextAction
+	if na == nil || pi.Status != stripego.PaymentIntentStatusRequiresAction {
+		return nil
+	}
+	switch {
+	case na.RedirectToURL != nil:
+		return &provider.NextAction{Type: provider.NextRedirectToURL,
+			RedirectToURL: &provider.RedirectToURL{URL: na.RedirectToURL.URL, ReturnURL: na.RedirectToURL.ReturnURL}}
+	case na.PixDisplayQRCode != nil:
+		q := na.PixDisplayQRCode
+		return &provider.NextAction{Type: provider.NextPixQRCode, PixQRCode: &provider.PixQRCode{
+			Data: q.Data, ImageURLPNG: q.ImageURLPNG, HostedInstructionsURL: q.HostedInstructionsURL, ExpiresAt: unixRFC3339(q.ExpiresAt)}}
+	case na.BoletoDisplayDetails != nil:
+		b := na.BoletoDisplayDetails
+		return &provider.NextAction{Type: provider.NextBoletoDetails, BoletoDetails: &provider.BoletoDetails{
+			Number: b.Number, HostedVoucherURL: b.HostedVoucherURL, PDF: b.PDF, ExpiresAt: unixRFC3339(b.ExpiresAt)}}
+	case na.Type == stripego.PaymentIntentNextActionTypeUseStripeSDK || na.UseStripeSDK != nil:
+		return &provider.NextAction{Type: provider.NextUseStripeSDK}
+	}
+	return &provider.NextAction{Type: provider.NextActionUnhandled}
+}
+
+func unixRFC3339(sec int64) string {
+	if sec == 0 {
+		return ""
+	}
+	return time.Unix(sec, 0).UTC().Format(time.RFC3339)
 }
 
 // intentState maps Stripe's PaymentIntent status onto the service's terms.
@@ -340,6 +450,8 @@ func intentState(st stripego.PaymentIntentStatus) provider.IntentState {
 		return provider.IntentRequiresAction
 	case stripego.PaymentIntentStatusProcessing:
 		return provider.IntentProcessing
+	case stripego.PaymentIntentStatusRequiresConfirmation:
+		return provider.IntentRequiresConfirmation
 	}
 	return provider.IntentOther
 }

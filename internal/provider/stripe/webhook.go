@@ -20,6 +20,8 @@ var eventKinds = map[string]provider.EventKind{
 	"payment_intent.amount_capturable_updated": provider.EventIntent,
 	"payment_intent.canceled":                  provider.EventIntent,
 	"payment_intent.payment_failed":            provider.EventIntentFailed,
+	"payment_intent.processing":                provider.EventIntent,
+	"payment_intent.requires_action":           provider.EventIntent,
 	"charge.refunded":                          provider.EventRefunded,
 }
 
@@ -73,12 +75,7 @@ func ParseEvent(payload []byte, signature, secret string) (provider.Event, error
 	}
 	n.Intent = toIntent(&pi)
 	n.IntentID = pi.ID
-	if e := pi.LastPaymentError; e != nil {
-		n.FailureCode, n.FailureMessage = string(e.DeclineCode), e.Msg
-		if n.FailureCode == "" {
-			n.FailureCode = string(e.Code)
-		}
-	}
+	n.FailureCode, n.FailureMessage = lastFailure(pi.LastPaymentError)
 	return n, nil
 }
 
