@@ -119,12 +119,23 @@ func (p *proc) kill(t *testing.T) {
 
 const crashBody = `{"order_id":"pedido-crash","amount":2000,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}`
 
+// crashPixBody is a Pix create: the answer carries a QR code, which must be
+// the one the provider made for the first send, however often it is asked.
+const crashPixBody = `{"order_id":"pedido-crash-pix","amount":2000,"currency":"BRL","payment_method":"pix"}`
+
 // retryUntilFinal retries the create like a well-behaved client: honouring
 // 409 in-use and 202 unknown, until the answer is final.
 func retryUntilFinal(t *testing.T, e *apitest.Env, url, key string) *apitest.Response {
 	t.Helper()
+	return retryBodyUntilAnswered(t, e, url, key, crashBody)
+}
+
+// retryBodyUntilAnswered retries a create with body until it is neither 409
+// in-use nor 202 unknown.
+func retryBodyUntilAnswered(t *testing.T, e *apitest.Env, url, key, body string) *apitest.Response {
+	t.Helper()
 	for range 40 {
-		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: crashBody, BaseURL: url})
+		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body, BaseURL: url})
 		if r.Status != http.StatusConflict && r.Status != http.StatusAccepted {
 			return r
 		}
@@ -214,6 +225,86 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("exit after SIGTERM: %v", err)
 		}
 		p.done <- nil
+	})
+}
+
+// assertOnePixIntent checks a Pix create's final answer: 201
+// requires_action with a QR code, one intent at the provider, every send
+// with the one provider key, and the QR code of that intent.
+func assertOnePixIntent(t *testing.T, e *apitest.Env, r *apitest.Response) {
+	t.Helper()
+	p := r.JSON(t)
+	na, _ := p["next_action"].(map[string]any)
+	qr, _ := na["pix_display_qr_code"].(map[string]any)
+	if r.Status != http.StatusCreated || p["status"] != "requires_action" || qr["data"] == nil {
+		t.Fatalf("final answer %d %s, want 201 requires_action with a QR code", r.Status, r.Body)
+	}
+	intents := e.Sim.Intents(e.Account.StripeSecret)
+	if len(intents) != 1 {
+		t.Fatalf("intents at the provider = %d, want 1", len(intents))
+	}
+	if p["provider_payment_id"] != intents[0].ID {
+		t.Fatalf("answer names intent %v, the provider made %s", p["provider_payment_id"], intents[0].ID)
+	}
+	for _, req := range e.Sim.Requests() {
+		if req.Op == "authorize" && req.IdempotencyKey != "pedido-crash-pix:autorizar-v1" {
+			t.Fatalf("an authorization carried %q", req.IdempotencyKey)
+		}
+	}
+}
+
+// TestCrashPix repeats the crash tests of a card create for a Pix create:
+// one intent at the provider and the same QR code in every answer.
+func TestCrashPix(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and kills the real binary; skipped in -short")
+	}
+
+	for _, kind := range []providersim.FaultKind{providersim.HoldBeforeEffect, providersim.HoldAfterEffect} {
+		t.Run("KilledWhileProvider"+strings.ReplaceAll(string(kind), "_", " "), func(t *testing.T) {
+			t.Parallel()
+			e := apitest.New(t, apitest.Options{})
+			bin := buildBinary(t, "")
+			p := start(t, e, bin)
+			hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: kind, Times: 1})
+			errc := make(chan error, 1)
+			go func() {
+				_, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash-pix", Body: crashPixBody, BaseURL: p.url})
+				errc <- err
+			}()
+			apitest.Recv(t, hold.Reached(), "the Pix authorization to reach the provider")
+			p.kill(t)
+			if err := apitest.Recv(t, errc, "the killed server's client to return"); err == nil {
+				t.Fatalf("the killed server answered")
+			}
+			hold.Release()
+			p2 := start(t, e, bin)
+			r := retryBodyUntilAnswered(t, e, p2.url, "k-crash-pix", crashPixBody)
+			assertOnePixIntent(t, e, r)
+			again := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash-pix", Body: crashPixBody, BaseURL: p2.url})
+			if string(again.Body) != string(r.Body) {
+				t.Fatalf("a retry answered\n%s\nafter\n%s; want the same QR code byte for byte", again.Body, r.Body)
+			}
+		})
+	}
+
+	t.Run("KilledAfterCommitBeforeResponse", func(t *testing.T) {
+		t.Parallel()
+		e := apitest.New(t, apitest.Options{})
+		bin := buildBinary(t, "failpoints")
+		p := start(t, e, bin, "PAYMENTS_FAILPOINT=before-response")
+		if _, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash-pix", Body: crashPixBody, BaseURL: p.url}); err == nil {
+			t.Fatalf("the failpoint did not kill the server")
+		}
+		apitest.Recv(t, p.done, "the failpoint to end the payments process")
+		p.done <- nil
+		p2 := start(t, e, bin)
+		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash-pix", Body: crashPixBody, BaseURL: p2.url})
+		if r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("the committed answer was not replayed: %d %s", r.Status, r.Body)
+		}
+		assertOnePixIntent(t, e, r)
 	})
 }
 
