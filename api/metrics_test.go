@@ -216,7 +216,7 @@ func TestMetrics(t *testing.T) {
 		t.Parallel()
 		e := apitest.New(t, apitest.Options{})
 		before := scrapeMetrics(t, e)
-		for _, st := range []string{"processing", "unknown", "authorized", "captured", "declined", "failed", "canceled"} {
+		for _, st := range []string{"processing", "unknown", "requires_action", "pending", "authorized", "captured", "declined", "failed", "canceled"} {
 			if !before.has("payments_by_status") || before.get("payments_by_status", "status", st) != 0 {
 				t.Fatalf("a fresh database shows %v %s payments", before.get("payments_by_status", "status", st), st)
 			}

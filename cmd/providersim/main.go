@@ -1,7 +1,8 @@
 // Command providersim serves the Stripe-compatible provider simulator for
 // local runs and out-of-process tests. Point STRIPE_API_BASE at the address it
 // prints; drive faults, revoke secret keys, move its clock past the key
-// retention and read counters through its /_sim/ control API.
+// retention, pay or expire Pix and Boleto, answer 3-D Secure challenges,
+// register webhook endpoints and read counters through its /_sim/ control API.
 package main
 
 import (
@@ -42,10 +43,12 @@ func run() error {
 	}
 	flag.StringVar(&addr, "addr", addr, "listen address (env PROVIDERSIM_ADDR)")
 	flag.DurationVar(&retention, "key-retention", retention, "how long idempotency keys are remembered (env PROVIDERSIM_KEY_RETENTION)")
+	baseURL := os.Getenv("PROVIDERSIM_BASE_URL")
+	flag.StringVar(&baseURL, "base-url", baseURL, "where browsers reach the hosted 3-D Secure, Pix and Boleto pages (env PROVIDERSIM_BASE_URL; default: the Host each request came to)")
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	sim := providersim.New(providersim.Options{KeyRetention: retention, Logger: logger})
+	sim := providersim.New(providersim.Options{KeyRetention: retention, Logger: logger, BaseURL: baseURL})
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

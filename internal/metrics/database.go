@@ -69,7 +69,7 @@ func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.counts != nil {
-		for _, s := range []payment.Status{payment.StatusProcessing, payment.StatusUnknown, payment.StatusAuthorized,
+		for _, s := range []payment.Status{payment.StatusProcessing, payment.StatusUnknown, payment.StatusRequiresAction, payment.StatusPending, payment.StatusAuthorized,
 			payment.StatusCaptured, payment.StatusDeclined, payment.StatusFailed, payment.StatusCanceled} {
 			ch <- prometheus.MustNewConstMetric(g.byStatus, prometheus.GaugeValue, float64(g.counts[string(s)]), string(s))
 		}

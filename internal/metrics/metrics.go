@@ -114,7 +114,7 @@ func (m *Metrics) initKnownSeries() {
 		}
 		m.provLatency.WithLabelValues(string(op))
 	}
-	for _, status := range []string{string(payment.StatusAuthorized), string(payment.StatusCaptured),
+	for _, status := range []string{string(payment.StatusRequiresAction), string(payment.StatusPending), string(payment.StatusAuthorized), string(payment.StatusCaptured),
 		string(payment.StatusDeclined), string(payment.StatusFailed), string(payment.StatusCanceled), "refunded", "refund_failed"} {
 		m.reconDone.WithLabelValues(status)
 	}

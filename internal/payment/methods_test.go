@@ -3,6 +3,7 @@ package payment
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNormalizeTaxID(t *testing.T) {
@@ -67,5 +68,38 @@ func TestParseCreateRequestMethods(t *testing.T) {
 		if !isErr || e.Code != CodeInvalidRequest || len(e.Fields) == 0 || e.Fields[0].Field != field {
 			t.Errorf("%s: got %v, want a problem with %s", body, err, field)
 		}
+	}
+}
+
+// TestWaitingSchedule: a waiting payment is polled with backoff, never
+// later than just after its expiry, and soon once expired.
+func TestWaitingSchedule(t *testing.T) {
+	t.Parallel()
+	s := &Service{waitPoll: time.Minute, waitMaxBackoff: time.Hour}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	exp := now.Add(10 * time.Minute)
+	for _, c := range []struct {
+		name   string
+		status Status
+		expiry *time.Time
+		tries  int
+		want   time.Duration
+	}{
+		{"first poll", StatusRequiresAction, nil, 0, time.Minute},
+		{"backoff doubles", StatusRequiresAction, nil, 3, 8 * time.Minute},
+		{"backoff capped", StatusPending, nil, 40, time.Hour},
+		{"before expiry", StatusRequiresAction, &exp, 0, time.Minute},
+		{"not past the expiry", StatusRequiresAction, &exp, 5, 10*time.Minute + expiryGrace},
+		{"pending does not expire", StatusPending, &exp, 5, 32 * time.Minute},
+	} {
+		p := &Payment{Status: c.status, ActionExpiresAt: c.expiry}
+		if got := s.waitingNext(p, &Attempt{ReconcileTries: c.tries}, now).Sub(now); got != c.want {
+			t.Errorf("%s: next poll in %v, want %v", c.name, got, c.want)
+		}
+	}
+	past := now.Add(-time.Minute)
+	p := &Payment{Status: StatusRequiresAction, ActionExpiresAt: &past}
+	if got := s.waitingNext(p, &Attempt{ReconcileTries: 9}, now).Sub(now); got != time.Minute {
+		t.Errorf("expired: next poll in %v, want 1m", got)
 	}
 }

@@ -43,7 +43,23 @@ type randomFaultsJSON struct {
 //	POST   /_sim/secrets/forbid       {"secret_key","ops":[...]} (no ops: all)
 //	POST   /_sim/secrets/restore      {"secret_key"}
 //	GET    /_sim/clock                {"now","offset"}
-//	POST   /_sim/clock/advance        {"by":"25h"} -> {"now","offset"}
+//	POST   /_sim/clock/advance        {"by":"25h"} -> {"now","offset"} (expires due Pix and Boleto)
+//	POST   /_sim/intents/{id}/pay     approve 3-D Secure, pay a Pix or Boleto -> intent; 409 if not waiting
+//	POST   /_sim/intents/{id}/fail    fail 3-D Secure (or a processing Boleto)
+//	POST   /_sim/intents/{id}/expire  expire a waiting Pix or Boleto now
+//	POST   /_sim/intents/{id}/processing  a waiting Boleto (or Pix) to processing
+//	POST   /_sim/webhook_endpoints    {"secret_key","url","secret"} (url "": remove)
+//	GET    /_sim/events?secret_key=   the key's events, as delivered
+//	POST   /_sim/events/{id}/redeliver
+//	GET    /_sim/webhooks/deliveries  every delivery attempt and its answer
+//	POST   /_sim/webhooks/duplicate   {"on":true} deliver each later event twice
+//	POST   /_sim/webhooks/hold        keep later deliveries back
+//	POST   /_sim/webhooks/release     {"reverse":true} -> {"released"}
+//	POST   /_sim/webhooks/flush       returns once queued deliveries were attempted
+//
+// and the pages a customer's browser visits: GET/POST /_sim/3ds/{id},
+// GET /_sim/pix/{id} (and qr.png, qr.svg), GET /_sim/boleto/{id} (and
+// voucher.pdf).
 func (s *Server) controlRoutes(m *http.ServeMux) {
 	s.webhookRoutes(m)
 	s.hostedRoutes(m)

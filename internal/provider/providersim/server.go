@@ -3,6 +3,19 @@
 // confirm, retrieve, capture, cancel, search) and refunds (create, retrieve,
 // list).
 //
+// Payments that wait for the customer work as at Stripe: the test cards
+// pm_card_threeDSecure2Required and pm_card_authenticationRequired answer
+// requires_action with next_action redirect_to_url (a hosted challenge page
+// with Approve and Fail that sends the customer back to return_url) or, without
+// a return_url, use_stripe_sdk; payment_method_data[type]=pix answers
+// pix_display_qr_code (a real QR code image and an instructions page) and
+// payment_method_data[type]=boleto answers boleto_display_details (a voucher
+// page and PDF). Pay, Fail, Expire and MarkProcessing (and /_sim/intents/{id}/…)
+// play the customer's part. Every transition makes the Stripe event with the
+// intent as data.object and POSTs it, signed as Stripe signs, to the endpoint
+// registered for the secret key; deliveries can be duplicated, held and
+// released in reverse order.
+//
 // It honours Idempotency-Key per secret key the way Stripe does, keeps each
 // secret key's objects apart, counts every effect, and lets tests inject
 // faults (lost responses, delays, 5xx, 429, held requests) at the moments that
@@ -31,11 +44,30 @@
 //     objects or idempotency keys, whereas at Stripe a rolled key reaches the
 //     same account. Restricted (rk_) and publishable keys are rejected as
 //     invalid; ForbidSecret gives a secret key a restricted key's 403s.
-//   - Only test payment methods (pm_card_visa, pm_card_chargeDeclined, ...)
-//     exist. Intents are confirmed at creation or not at all: no confirm
-//     endpoint, no requires_action or processing, no 3-D Secure.
-//   - Refunds succeed at once: never pending or failed, and no
-//     charge.refunded or other events, as there are no webhooks at all.
+//   - Only test payment methods (pm_card_visa, pm_card_chargeDeclined, the
+//     3-D Secure cards above, ...) and payment_method_data of type pix or
+//     boleto exist. Intents are confirmed at creation or not at all: there is
+//     no confirm endpoint, so a failed challenge or an expired Pix cannot be
+//     retried on the same intent (create another). Pix and Boleto take BRL
+//     and automatic capture only; a Boleto tax_id is checked for 11 or 14
+//     digits, not for its check digits.
+//   - An unpaid Pix or Boleto expires when the simulator's clock passes its
+//     expires_at (on Advance, or on the next request that touches the
+//     account) or on Expire: as Stripe documents for vouchers, it goes back
+//     to requires_payment_method with last_payment_error
+//     payment_intent_payment_attempt_expired and payment_intent.payment_failed,
+//     and can then be canceled but never paid. A Boleto in processing does
+//     not expire. Pix and Boleto codes are made up (the Pix code has the BR
+//     Code layout and CRC), and a Boleto is due at 23:59:59 São Paulo time.
+//   - Events: only PaymentIntent events (payment_intent.requires_action,
+//     .processing, .succeeded, .amount_capturable_updated, .payment_failed,
+//     .canceled); no payment_intent.created, charge.* or refund events.
+//     Refunds succeed at once, never pending or failed. Events carry
+//     api_version EventAPIVersion (stripe-go v76's) and created by the
+//     simulator's clock, but are signed with the wall clock so that
+//     stripe-go's tolerance check passes after the clock was moved. One
+//     endpoint per secret key (RegisterWebhookEndpoint), one attempt per
+//     delivery, in event order, with no retries: Redeliver resends.
 //   - Search supports metadata, status and currency clauses joined by AND,
 //     and its page tokens are offsets. Lists filter by payment_intent or
 //     charge and ignore created and expand; an unknown payment_intent or
