@@ -18,7 +18,7 @@ stop: ## stop what `make run` started: the service, the simulator, the private P
 	@scripts/stop.sh
 
 .PHONY: demo
-demo: ## against a running `make run`: lost response, 202, retry, webhook, events feed
+demo: ## against a running `make run`: lost response, 202, retry, webhook, events feed; a Pix payment paid through the simulator
 	@scripts/demo.sh
 
 .PHONY: test

@@ -2,7 +2,9 @@
 # `make demo`, against a running `make run`: the whole story on the
 # simulator. A provider response is lost, the client gets 202 unknown, a retry
 # with the same key recovers the same attempt (one charge), a signed webhook
-# arrives twice, and the events feed shows every change once.
+# arrives twice, and the events feed shows every change once. Then a Pix
+# payment: its QR code, paid through the simulator's control API, and the
+# events it produced.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
@@ -30,6 +32,18 @@ WHSEC="$(cat "$DATA/webhook.secret")"
 ORDER="demo-$(date +%s%N)"
 KEY="$(cat /proc/sys/kernel/random/uuid)"
 BODY="{\"order_id\":\"$ORDER\",\"amount\":2000,\"currency\":\"BRL\",\"payment_method\":\"pm_card_visa\",\"capture_method\":\"manual\"}"
+# events_of PAYMENT_ID: that payment's events, reading the whole feed page
+# by page (it starts with the account's oldest event).
+events_of() {
+  local after="" page
+  for _ in $(seq 1000); do
+    page="$(curl "$API/v1/events?limit=100&after=$after" -H "Authorization: Bearer $API_KEY")"
+    printf '%s' "$page" | grep -o '"type":"[a-z_.]*","created_at":"[^"]*","payment":{"id":"pay_[^"]*"' \
+      | { grep "\"$1\"" || true; } | sed -E 's/,"payment":\{"id":"[^"]*"//'
+    case "$page" in *'"has_more":true'*) ;; *) return 0 ;; esac
+    after="$(printf '%s' "$page" | sed -E 's/.*"next_cursor":"([^"]*)".*/\1/')"
+  done
+}
 create() {
   curl -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
     -H "Idempotency-Key: $KEY" -d "$BODY" -w '\nHTTP %{http_code}\n'
@@ -37,6 +51,10 @@ create() {
 
 say "1. the simulator will charge, then drop its responses (the client's own retries included)"
 curl -X POST "$SIM/_sim/faults" -d '{"op":"authorize","kind":"drop_after_effect"}'; echo
+# Its webhooks would tell the service the outcome at once: held until the
+# retry below, so the lost response stays unknown for a while.
+curl -X POST "$SIM/_sim/webhooks/hold" >/dev/null
+trap 'command curl -s --max-time 5 -X POST "$SIM/_sim/webhooks/release" -d "{}" >/dev/null || true' EXIT
 
 say "2. create payment for $ORDER: the outcome is unknown -> 202"
 create
@@ -48,6 +66,8 @@ create
 say "4. again: the stored answer, byte for byte (Idempotent-Replayed: true)"
 curl -i -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
   -H "Idempotency-Key: $KEY" -d "$BODY" | grep -iE '^(HTTP|idempotent-replayed)'
+
+curl -X POST "$SIM/_sim/webhooks/release" -d '{}' >/dev/null
 
 PAYMENT_ID="$(curl "$API/v1/payments?order_id=$ORDER" -H "Authorization: Bearer $API_KEY" | sed -E 's/.*"id":"(pay_[^"]+)".*/\1/')"
 
@@ -74,6 +94,34 @@ for _ in 1 2; do
 done
 
 say "7. the events feed of this payment"
-curl "$API/v1/events?limit=100" -H "Authorization: Bearer $API_KEY" \
-  | grep -o '"type":"payment\.[a-z]*","created_at":"[^"]*","payment":{"id":"pay_[^"]*"' \
-  | grep "$PAYMENT_ID" | sed -E 's/,"payment":\{"id":"[^"]*"//' 
+events_of "$PAYMENT_ID"
+
+PIX_ORDER="pedido-pix-$(date +%s%N)"
+say "8. a Pix payment for $PIX_ORDER: 201 requires_action with the QR code (next_action)"
+PIX="$(curl -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
+  -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" \
+  -d "{\"order_id\":\"$PIX_ORDER\",\"amount\":4990,\"currency\":\"BRL\",\"payment_method\":\"pix\",\"expires_in\":900}")"
+case "$PIX" in
+  *'"image_url_png"'*) ;;
+  *) echo "demo: the Pix payment was not created as expected: $PIX" >&2; exit 1 ;;
+esac
+PIX_ID="$(printf '%s' "$PIX" | sed -E 's/^\{"id":"(pay_[^"]+)".*/\1/')"
+PIX_PI="$(printf '%s' "$PIX" | sed -E 's/.*"provider_payment_id":"([^"]+)".*/\1/')"
+printf '%s' "$PIX" | grep -o '"status":"[a-z_]*"' | head -n 1
+printf '%s' "$PIX" | grep -o '"image_url_png":"[^"]*"'
+printf '%s' "$PIX" | grep -o '"expires_at":"[^"]*"'
+
+say "9. the customer pays the Pix (the simulator's control API): the provider's signed webhook reaches the service"
+curl -X POST "$SIM/_sim/intents/$PIX_PI/pay" -o /dev/null -w 'POST /_sim/intents/%{url_effective} -> HTTP %{http_code}\n' \
+  | sed "s|$SIM/_sim/intents/||"
+STATUS=""
+for _ in $(seq 40); do
+  STATUS="$(curl "$API/v1/payments/$PIX_ID" -H "Authorization: Bearer $API_KEY" | grep -o '"status":"[a-z_]*"' | head -n 1)"
+  [ "$STATUS" = '"status":"captured"' ] && break
+  sleep 0.25
+done
+echo "$PIX_ID: $STATUS"
+
+say "10. the events feed of the Pix payment"
+events_of "$PIX_ID"
+

@@ -15,6 +15,37 @@ try_line() {
 TRY
 }
 
+# try_flows ADDR API_KEY SIM: how to try the payments that wait for the
+# customer (3-D Secure, Pix, Boleto) with the simulator's control API.
+try_flows() {
+  local create="curl -sS -X POST http://$1/v1/payments -H 'Authorization: Bearer $2' -H 'Content-Type: application/json' -H \"Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)\""
+  local order='"order_id":"pedido-'"'"'"$(date +%s%N)"'"'"'","amount":2000,"currency":"BRL"'
+  cat <<FLOWS
+  payments that wait for the customer (CONTRACT §12): create one, then act as the customer.
+  The simulator's signed webhooks move the payment; watch it with GET /v1/payments/{id}.
+  pi_… below is the answer's provider_payment_id.
+
+  3-D Secure: open next_action.redirect_to_url.url in a browser and press Approve or Fail
+    $create \\
+      -d '{$order,"payment_method":"pm_card_threeDSecure2Required","return_url":"http://localhost:8090/"}'
+
+  Pix: next_action.pix_display_qr_code.image_url_png is the QR code; then pay it (or fail, expire):
+    $create \\
+      -d '{$order,"payment_method":"pix","expires_in":900}'
+    curl -sS -X POST $3/_sim/intents/pi_…/pay        # or …/expire
+
+  Boleto: next_action.boleto_display_details.hosted_voucher_url is the voucher; it is pending for days:
+    $create \\
+      -d '{$order,"payment_method":"boleto","billing_details":{"name":"Maria Silva","email":"maria@example.com","tax_id":"529.982.247-25","address":{"line1":"Rua Augusta 100","city":"São Paulo","state":"SP","postal_code":"01305-000","country":"BR"}}}'
+    curl -sS -X POST $3/_sim/intents/pi_…/processing   # the bank is clearing it: pending
+    curl -sS -X POST $3/_sim/clock/advance -d '{"by":"48h"}'
+    curl -sS -X POST $3/_sim/intents/pi_…/pay          # paid: captured
+
+  the checkout page (Pix and 3-D Secure in a browser):
+    PAYMENTS_API=http://$1 PAYMENTS_API_KEY=$2 go run ./examples/checkout   # then open http://localhost:8090
+FLOWS
+}
+
 # Sourced (by the script tests), only define the functions.
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
@@ -49,15 +80,29 @@ SIM_PID=$!
 trap 'kill $SIM_PID 2>/dev/null || true; rm -f "$DATA/run.pids"' EXIT
 
 bin/payments migrate 2>>"$DATA/payments.log"
-if [ ! -s "$DATA/demo-account.json" ]; then
-  # The demo's provider secret is unique per installation: two accounts can
-  # never share provider credentials.
+# The demo's provider secret is unique per installation: two accounts can
+# never share provider credentials. It is kept, so the simulator's webhooks
+# can be routed to the demo account (an installation made before it was kept
+# gets a new demo account).
+if [ ! -s "$DATA/demo-account.json" ] || [ ! -s "$DATA/stripe.key" ]; then
+  echo "sk_test_demo_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$DATA/stripe.key"
   bin/payments accounts create --name "Demo store" \
-    --stripe-key "sk_test_demo_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+    --stripe-key "$(cat "$DATA/stripe.key")" \
     --webhook-secret "$(cat "$DATA/webhook.secret")" \
     2>>"$DATA/payments.log" > "$DATA/demo-account.json"
 fi
 API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
+ACCOUNT_ID="$(sed -E 's/.*"id":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
+
+# The simulator signs the events of the demo account's intents with its
+# webhook secret and sends them to the service, as Stripe would.
+for _ in $(seq 50); do
+  curl -s -o /dev/null --max-time 1 "$STRIPE_API_BASE/_sim/stats" && break
+  sleep 0.1
+done
+curl -sS --fail-with-body -X POST "$STRIPE_API_BASE/_sim/webhook_endpoints" -H 'Content-Type: application/json' \
+  -d "{\"secret_key\":\"$(cat "$DATA/stripe.key")\",\"url\":\"http://$HTTP_ADDR/webhooks/stripe/$ACCOUNT_ID\",\"secret\":\"$(cat "$DATA/webhook.secret")\"}" \
+  || { echo "run: could not register the simulator's webhook endpoint (see .data/providersim.log)" >&2; exit 1; }
 
 cat >&2 <<INFO
 
@@ -72,6 +117,8 @@ cat >&2 <<INFO
 
   try (paste it as often as you like: a new order each time):
 $(try_line "$HTTP_ADDR" "$API_KEY")
+
+$(try_flows "$HTTP_ADDR" "$API_KEY" "$STRIPE_API_BASE")
 
 INFO
 

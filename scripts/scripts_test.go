@@ -107,6 +107,8 @@ func TestTestShRequiresStripeMock(t *testing.T) {
 				stubs: {
 					"make": "#!/bin/sh\necho 'go: downloading stripe-mock: proxy unreachable' >&2\nexit 2\n",
 					"go":   "#!/bin/sh\necho \"$REQUIRE_STRIPE_MOCK\" > \"$(dirname \"$0\")/go-ran\"\n",
+					// Present, so the run installs no browser.
+					"chromium": "#!/bin/sh\nexit 0\n",
 				},
 			} {
 				if err := os.MkdirAll(dir, 0o755); err != nil {

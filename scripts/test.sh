@@ -28,4 +28,35 @@ elif ! command -v stripe-mock >/dev/null 2>&1 && [ ! -x bin/stripe-mock ]; then
   fi
 fi
 
+# Headless Chromium drives the checkout example's page
+# (examples/checkout). As with stripe-mock: installed from Debian's packages
+# when missing, and required (REQUIRE_CHROMIUM=1, its test fails rather than
+# skips) unless REQUIRE_CHROMIUM=0 on a developer's machine; CI=true always
+# requires it. CHROMIUM_BIN names another browser binary.
+REQUIRE_CHROMIUM="${REQUIRE_CHROMIUM:-1}"
+[ "${CI:-}" = "true" ] && REQUIRE_CHROMIUM=1
+export REQUIRE_CHROMIUM
+have_chromium() {
+  for name in chromium chromium-browser google-chrome google-chrome-stable; do
+    command -v "$name" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+if [ -n "${CHROMIUM_BIN:-}" ]; then
+  [ -x "$CHROMIUM_BIN" ] || { echo "test.sh: CHROMIUM_BIN=$CHROMIUM_BIN is not an executable file" >&2; exit 1; }
+elif ! have_chromium; then
+  echo "test.sh: installing chromium (Debian's package) for the checkout page's browser test" >&2
+  if ! { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+      && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >&2 \
+      && have_chromium; }; then
+    if [ "$REQUIRE_CHROMIUM" = "1" ]; then
+      echo "test.sh: chromium could not be installed (apt-get install -y chromium, as root, failed above or was not possible)." >&2
+      echo "test.sh: without it the checkout page's browser test cannot run, so this run would not be complete." >&2
+      echo "test.sh: install it, or set CHROMIUM_BIN=/path/to/chromium; on your own machine only, REQUIRE_CHROMIUM=0 lets that test skip." >&2
+      exit 1
+    fi
+    echo "test.sh: chromium could not be installed; REQUIRE_CHROMIUM=0, so the browser test will skip" >&2
+  fi
+fi
+
 go test -race -count=1 -timeout 20m ./...
