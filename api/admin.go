@@ -105,7 +105,7 @@ func (s *Server) adminListPayments(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ps, err := s.payments.ListStuck(r.Context(), statuses, olderThan, after, limit+1)
+	ps, err := s.payments.ListStuck(r.Context(), "", statuses, olderThan, after, limit+1)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -80,8 +80,8 @@ func (s *Service) paymentOp(ctx context.Context, acct Account, key, idemOp strin
 			if err != nil {
 				return nil, nil, err
 			}
-			return p, a, tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: "api",
-				Action: string(op) + ".requested", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "amount": amount}})
+			return p, a, tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actorOf(ctx),
+				Action: string(op) + ".requested", Reason: reasonOf(ctx), Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "amount": amount}})
 		})
 }
 

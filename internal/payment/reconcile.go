@@ -236,6 +236,8 @@ type StuckCursor struct {
 
 // StuckQuery selects a page of the stuck list.
 type StuckQuery struct {
+	// AccountID narrows the list to one account; "" lists every account.
+	AccountID     string
 	Statuses      []Status
 	UpdatedBefore time.Time
 	AlertBefore   time.Time
@@ -283,11 +285,11 @@ func validID(id string) bool {
 	return true
 }
 
-// ListStuck returns a page of payments of any account in the given
-// statuses, not updated for olderThan, oldest first, after the cursor.
-func (s *Service) ListStuck(ctx context.Context, statuses []Status, olderThan time.Duration, after StuckCursor, limit int) ([]StuckPayment, error) {
+// ListStuck returns a page of payments of one account ("" for any) in the
+// given statuses, not updated for olderThan, oldest first, after the cursor.
+func (s *Service) ListStuck(ctx context.Context, accountID string, statuses []Status, olderThan time.Duration, after StuckCursor, limit int) ([]StuckPayment, error) {
 	now := s.clock()
-	return s.store.PaymentListStuck(ctx, StuckQuery{Statuses: statuses, UpdatedBefore: now.Add(-olderThan),
+	return s.store.PaymentListStuck(ctx, StuckQuery{AccountID: accountID, Statuses: statuses, UpdatedBefore: now.Add(-olderThan),
 		AlertBefore: now.Add(-s.alertAfter), After: after, Limit: limit})
 }
 

@@ -16,6 +16,19 @@ func withActor(ctx context.Context, actor string) context.Context {
 	return context.WithValue(ctx, actorKey{}, actor)
 }
 
+type reasonKey struct{}
+
+// withReason gives an operator's reason to the audit entries of the work
+// done under ctx.
+func withReason(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, reasonKey{}, reason)
+}
+
+func reasonOf(ctx context.Context) string {
+	r, _ := ctx.Value(reasonKey{}).(string)
+	return r
+}
+
 func actorOf(ctx context.Context) string {
 	if a, ok := ctx.Value(actorKey{}).(string); ok {
 		return a

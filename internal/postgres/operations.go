@@ -29,7 +29,7 @@ func (s *PaymentStore) PaymentListStuck(ctx context.Context, q payment.StuckQuer
 	}
 	rows, err := s.db.q.PaymentListStuck(ctx, dbsqlc.PaymentListStuckParams{
 		Statuses: sts, UpdatedBefore: q.UpdatedBefore, AlertBefore: q.AlertBefore,
-		AfterAt: q.After.UpdatedAt, AfterID: q.After.ID, MaxRows: int32(q.Limit)})
+		AccountID: q.AccountID, AfterAt: q.After.UpdatedAt, AfterID: q.After.ID, MaxRows: int32(q.Limit)})
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -397,15 +397,17 @@ SELECT p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.captur
                  AND a.created_at < $1)::boolean AS needs_attention
 FROM payments p
 WHERE p.status = ANY($2::text[]) AND p.updated_at < $3
-  AND ($4::text = '' OR (p.updated_at, p.id) > ($5::timestamptz, $4::text))
+  AND ($4::text = '' OR p.account_id = $4)
+  AND ($5::text = '' OR (p.updated_at, p.id) > ($6::timestamptz, $5::text))
 ORDER BY p.updated_at, p.id
-LIMIT $6
+LIMIT $7
 `
 
 type PaymentListStuckParams struct {
 	AlertBefore   time.Time
 	Statuses      []string
 	UpdatedBefore time.Time
+	AccountID     string
 	AfterID       string
 	AfterAt       time.Time
 	MaxRows       int32
@@ -423,6 +425,7 @@ func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckPara
 		arg.AlertBefore,
 		arg.Statuses,
 		arg.UpdatedBefore,
+		arg.AccountID,
 		arg.AfterID,
 		arg.AfterAt,
 		arg.MaxRows,

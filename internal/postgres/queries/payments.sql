@@ -70,6 +70,7 @@ SELECT sqlc.embed(p),
                  AND a.created_at < @alert_before)::boolean AS needs_attention
 FROM payments p
 WHERE p.status = ANY(@statuses::text[]) AND p.updated_at < @updated_before
+  AND (@account_id::text = '' OR p.account_id = @account_id)
   AND (@after_id::text = '' OR (p.updated_at, p.id) > (@after_at::timestamptz, @after_id::text))
 ORDER BY p.updated_at, p.id
 LIMIT @max_rows;
