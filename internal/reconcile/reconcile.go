@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/acmepay/payments/internal/payment"
@@ -48,7 +49,26 @@ type Config struct {
 
 // Reconciler claims unresolved attempts and resolves them.
 type Reconciler struct {
-	cfg Config
+	cfg  Config
+	last atomic.Pointer[Pass]
+}
+
+// Pass is how a reconciliation pass of this process ended.
+type Pass struct {
+	At      time.Time
+	Summary Summary
+	// Failed: the pass stopped on an error before it finished.
+	Failed bool
+}
+
+// LastPass is this process's last pass; false before the first. Each
+// instance knows only its own passes.
+func (r *Reconciler) LastPass() (Pass, bool) {
+	p := r.last.Load()
+	if p == nil {
+		return Pass{}, false
+	}
+	return *p, true
 }
 
 // New checks the configuration.
@@ -107,8 +127,9 @@ type Summary struct {
 // a slow provider never lets a lease lapse on work still queued behind it.
 // Each claim sets the attempt's next due time, so an attempt still unknown
 // is tried again only after its backoff, never twice in one pass.
-func (r *Reconciler) RunOnce(ctx context.Context) (Summary, error) {
-	sum := Summary{Resolved: map[string]int{}}
+func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
+	defer func() { r.last.Store(&Pass{At: r.cfg.Payments.Now(), Summary: sum, Failed: err != nil}) }()
+	sum = Summary{Resolved: map[string]int{}}
 	seen := map[string]bool{}
 	start := r.cfg.Payments.Now()
 	due := payment.Due{UpdatedBefore: start.Add(-r.cfg.After), Before: start}

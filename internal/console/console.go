@@ -1,0 +1,251 @@
+// Package console is the operations console: server-rendered pages under
+// /console/ where an operator signed in with ADMIN_TOKEN finds stuck
+// payments, compares them with the provider and acts on them (reconcile,
+// replay, cancel) through the same service methods as the admin API, each
+// action with the operator's name and a reason in the audit trail.
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/reconcile"
+	"github.com/go-chi/chi/v5"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Store holds the console's own reads.
+type Store interface {
+	PaymentCountByStatus(ctx context.Context) (map[string]int64, error)
+	PaymentCountWaitingByAge(ctx context.Context, now time.Time) ([]payment.AgeCount, error)
+	EventListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Event, error)
+	WebhookDeliveryListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Delivery, error)
+}
+
+// Config wires a Console.
+type Config struct {
+	Payments   *payment.Service
+	Accounts   *account.Service
+	Store      Store
+	Logger     *slog.Logger
+	AdminToken string
+	// LastPass is this instance's last reconciliation pass; nil when no
+	// reconciler runs in this process.
+	LastPass func() (reconcile.Pass, bool)
+	// Now is the clock of sessions; default time.Now.
+	Now func() time.Time
+	// SessionTTL is how long a sign-in lasts; default 8 h.
+	SessionTTL time.Duration
+}
+
+// Console serves /console/.
+type Console struct {
+	cfg   Config
+	keys  keys
+	pages map[string]*template.Template
+}
+
+// New checks every dependency; an empty AdminToken is refused, since the
+// console exists only when it is set.
+func New(c Config) (*Console, error) {
+	if c.Payments == nil || c.Accounts == nil || c.Store == nil || c.Logger == nil {
+		return nil, errors.New("console: payments, accounts, store and logger are required")
+	}
+	if c.AdminToken == "" {
+		return nil, errors.New("console: an admin token is required")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 8 * time.Hour
+	}
+	pages := map[string]*template.Template{}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if n == "templates/layout.html" {
+			continue
+		}
+		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		if err != nil {
+			return nil, err
+		}
+		pages[strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")] = t
+	}
+	return &Console{cfg: c, keys: newKeys(c.AdminToken), pages: pages}, nil
+}
+
+// Handler returns the console's routes, to be mounted at /console.
+func (c *Console) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(securityHeaders)
+	static, _ := fs.Sub(staticFS, "static")
+	r.Handle("/static/*", http.StripPrefix("/console/static/", http.FileServerFS(static)))
+	r.Get("/sign-in", c.signInPage)
+	r.Post("/sign-in", c.signIn)
+	r.Group(func(r chi.Router) {
+		r.Use(c.requireSession)
+		r.Get("/", c.overview)
+		r.Get("/payments", c.stuckList)
+		r.Get("/payments/{id}", c.paymentPage)
+		r.Get("/payments/{id}/{action}", c.confirmPage)
+		r.Post("/payments/{id}/{action}", c.act)
+		r.Get("/accounts", c.accountsPage)
+		r.Post("/accounts", c.createAccount)
+		r.Post("/sign-out", c.signOut)
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, r, http.StatusNotFound, "message", pageData{Title: "Not found", Message: "There is no such page in the console."})
+	})
+	return r
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type sessionKey struct{}
+
+func sessionOf(r *http.Request) session {
+	s, _ := r.Context().Value(sessionKey{}).(session)
+	return s
+}
+
+// requireSession sends anyone not signed in to the sign-in page, whatever
+// the method, and refuses a POST without the session's CSRF token. Every
+// page view and action that passes is logged with the actor.
+func (c *Console) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var s session
+		ok := false
+		if ck, err := r.Cookie(sessionCookie); err == nil {
+			s, ok = c.keys.decode(ck.Value, c.cfg.Now())
+		}
+		if !ok {
+			next := "/console/"
+			if r.Method == http.MethodGet {
+				next = r.URL.RequestURI()
+			}
+			http.Redirect(w, r, "/console/sign-in?next="+url.QueryEscape(next), http.StatusSeeOther)
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			if err := r.ParseForm(); err != nil || !validForm(r.PostForm) ||
+				!equalTokens(r.PostForm.Get("csrf_token"), c.keys.csrf(s)) {
+				c.cfg.Logger.WarnContext(r.Context(), "console form refused: missing or wrong CSRF token",
+					slog.String("actor", s.Actor), slog.String("path", r.URL.Path))
+				c.render(w, r, http.StatusForbidden, "message", pageData{Title: "Form refused",
+					Message: "This form has expired or did not come from this console. Go back, reload the page and try again."})
+				return
+			}
+		}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
+		next.ServeHTTP(w, r)
+		route := r.URL.Path
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		attrs := []any{slog.String("actor", s.Actor), slog.String("method", r.Method), slog.String("page", route)}
+		if id := chi.URLParam(r, "id"); id != "" {
+			attrs = append(attrs, slog.String("payment_id", id))
+		}
+		c.cfg.Logger.InfoContext(r.Context(), "console", attrs...)
+	})
+}
+
+func equalTokens(a, b string) bool { return a != "" && len(a) == len(b) && constantEq(a, b) }
+
+// validForm refuses text PostgreSQL cannot store before it reaches a query.
+func validForm(v url.Values) bool {
+	for k, vs := range v {
+		if !payment.ValidText(k) {
+			return false
+		}
+		for _, s := range vs {
+			if !payment.ValidText(s) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
+	nonce := randomToken()
+	http.SetCookie(w, cookie(r, signInCookie, nonce, 15*time.Minute))
+	c.render(w, r, http.StatusOK, "sign-in", pageData{Title: "Sign in", CSRF: c.keys.signInCSRF(nonce), Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+// signIn checks the admin token in constant time. A refusal says only
+// that signing in failed, never which part.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	ck, ckErr := r.Cookie(signInCookie)
+	if err := r.ParseForm(); err != nil || ckErr != nil || !validForm(r.PostForm) ||
+		!equalTokens(r.PostForm.Get("csrf_token"), c.keys.signInCSRF(ck.Value)) {
+		c.render(w, r, http.StatusForbidden, "message", pageData{Title: "Form refused",
+			Message: "The sign-in form has expired. Go back, reload the page and try again."})
+		return
+	}
+	actor := strings.TrimSpace(r.PostForm.Get("actor"))
+	next := safeNext(r.PostForm.Get("next"))
+	again := func(status int, msg string) {
+		nonce := randomToken()
+		http.SetCookie(w, cookie(r, signInCookie, nonce, 15*time.Minute))
+		c.render(w, r, status, "sign-in", pageData{Title: "Sign in", CSRF: c.keys.signInCSRF(nonce), Next: next, Error: msg, Actor: actor})
+	}
+	if actor == "" || utf8.RuneCountInString(actor) > 100 {
+		again(http.StatusBadRequest, "Enter your name (at most 100 characters): it goes into the audit trail of everything you do.")
+		return
+	}
+	if !c.keys.tokenMatches(r.PostForm.Get("token")) {
+		c.cfg.Logger.WarnContext(r.Context(), "console sign-in refused", slog.String("actor", actor))
+		again(http.StatusUnauthorized, "Sign-in failed.")
+		return
+	}
+	s := session{Actor: actor, Expires: c.cfg.Now().Add(c.cfg.SessionTTL).Unix(), Nonce: randomToken()}
+	http.SetCookie(w, cookie(r, sessionCookie, c.keys.encode(s), c.cfg.SessionTTL))
+	http.SetCookie(w, cookie(r, signInCookie, "", -1))
+	c.cfg.Logger.InfoContext(r.Context(), "console sign-in", slog.String("actor", actor))
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, cookie(r, sessionCookie, "", -1))
+	http.Redirect(w, r, "/console/sign-in", http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect inside the console.
+func safeNext(v string) string {
+	if !strings.HasPrefix(v, "/console/") || strings.HasPrefix(v, "//") || strings.ContainsAny(v, "\\\r\n") {
+		return "/console/"
+	}
+	return v
+}
