@@ -31,6 +31,9 @@ type Config struct {
 	Logger   *slog.Logger
 	// AdminToken enables /admin/v1; empty disables it (404).
 	AdminToken string
+	// Console, when set, is served at /console/ (the operations console,
+	// which exists only with an admin token).
+	Console http.Handler
 }
 
 // Server serves the HTTP API.
@@ -41,6 +44,7 @@ type Server struct {
 	metrics    *metrics.Metrics
 	log        *slog.Logger
 	adminToken string
+	console    http.Handler
 }
 
 // New checks every dependency.
@@ -49,7 +53,7 @@ func New(c Config) (*Server, error) {
 		return nil, errors.New("api: payments, accounts, readiness, metrics and logger are required")
 	}
 	return &Server{payments: c.Payments, accounts: c.Accounts, ready: c.Ready,
-		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken}, nil
+		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, console: c.Console}, nil
 }
 
 // Handler returns the routes with their middleware stack.
@@ -105,6 +109,9 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
 		r.With(s.identityBody).Post("/payments/{id}/replay", s.adminReplay)
 	})
+	if s.console != nil && s.adminToken != "" {
+		r.Mount("/console", s.console)
+	}
 	methods = routedMethods(r)
 	return r
 }

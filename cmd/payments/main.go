@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/acmepay/payments/api"
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/console"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/payment"
@@ -163,8 +165,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer a.db.Close()
+	var con http.Handler
+	if cfg.AdminToken != "" {
+		c, err := console.New(console.Config{Payments: a.payments, Accounts: a.accounts, Store: postgres.NewConsoleStore(a.db),
+			Logger: log, AdminToken: cfg.AdminToken, LastPass: a.reconciler.LastPass})
+		if err != nil {
+			return err
+		}
+		con = c.Handler()
+	}
 	srv, err := api.New(api.Config{Payments: a.payments, Accounts: a.accounts, Ready: a.db, Metrics: a.metrics,
-		Logger: log, AdminToken: cfg.AdminToken})
+		Logger: log, AdminToken: cfg.AdminToken, Console: con})
 	if err != nil {
 		return err
 	}

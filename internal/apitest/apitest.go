@@ -21,6 +21,7 @@ import (
 
 	"github.com/acmepay/payments/api"
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/console"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/payment"
@@ -177,7 +178,13 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if e.Accounts == nil {
 		e.Accounts = accounts
 	}
-	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken})
+	con, err := console.New(console.Config{Payments: svc, Accounts: accounts, Store: postgres.NewConsoleStore(db), Logger: log,
+		AdminToken: AdminToken, Now: e.Clock.Now})
+	if err != nil {
+		t.Fatalf("console: %v", err)
+	}
+	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken,
+		Console: con.Handler()})
 	if err != nil {
 		t.Fatalf("api: %v", err)
 	}
