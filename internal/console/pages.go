@@ -33,12 +33,12 @@ type pageData struct {
 	Nav     string
 
 	// overview
-	Statuses   []statusCount
-	Ages       []string
-	Waiting    []waitingRow
-	Pass       *reconcile.Pass
-	NoPass     bool
-	Attention  int
+	Statuses  []statusCount
+	Ages      []string
+	Waiting   []waitingRow
+	Pass      *reconcile.Pass
+	NoPass    bool
+	Attention int
 	// stuck list
 	Filter     stuckFilter
 	AllStatus  []payment.Status
