@@ -231,7 +231,7 @@ func TestAuth(t *testing.T) {
 		}
 		found := false
 		for _, a := range v.Audit {
-			if a.Action == "cancel.requested" && a.Actor == "Ana" && a.Reason == "customer asked" {
+			if a.Action == string(payment.OpCancel)+".requested" && a.Actor == "Ana" && a.Reason == "customer asked" {
 				found = true
 			}
 		}
