@@ -1,0 +1,167 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acmepay/payments/internal/apitest"
+	"github.com/chromedp/chromedp"
+)
+
+// findChromium returns the browser to drive, as the checkout example's test
+// does: CHROMIUM_BIN or Debian's chromium on PATH; without one the test
+// fails where a full run is required (CI=true or REQUIRE_CHROMIUM=1) and
+// skips elsewhere.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM_BIN"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	const why = "no Chromium found (CHROMIUM_BIN, or chromium on PATH): install Debian's chromium (apt-get install -y chromium); scripts/test.sh does so when it is missing"
+	if os.Getenv("CI") == "true" || os.Getenv("REQUIRE_CHROMIUM") == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+	return ""
+}
+
+func browser(t *testing.T, bin string) context.Context {
+	t.Helper()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 800))
+	t.Cleanup(cancelAlloc)
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelTab)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	return ctx
+}
+
+// An operator signs in, finds a payment whose provider answer was lost,
+// sees the provider's state beside ours, reconciles it to final, and
+// replays a declined payment. Screenshots of each page are kept with the
+// test's artifacts (and in CONSOLE_SCREENSHOTS, when set, for the README).
+func TestConsoleInBrowser(t *testing.T) {
+	bin := findChromium(t)
+	e := apitest.New(t, apitest.Options{})
+	declined := createPayment(t, e, "pedido-recusado", "pm_card_chargeDeclined", http.StatusCreated)
+	dropAuthorize(e)
+	stuck := createPayment(t, e, "pedido-perdido", "pm_card_visa", http.StatusAccepted)
+	ctx := browser(t, bin)
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	shot := func(name string) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		dirs := []string{t.ArtifactDir()}
+		if d := os.Getenv("CONSOLE_SCREENSHOTS"); d != "" {
+			dirs = append(dirs, d)
+		}
+		for _, d := range dirs {
+			if err := os.WriteFile(filepath.Join(d, name), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return s
+	}
+
+	step("sign in",
+		chromedp.Navigate(e.URL+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS(`#actor-name`)),
+		chromedp.SendKeys(chromedp.CSS(`#actor-name`), "Ana Operadora"),
+		chromedp.SendKeys(chromedp.CSS(`#token`), apitest.AdminToken),
+		chromedp.Submit(chromedp.CSS(`#sign-in`)),
+		chromedp.WaitVisible(chromedp.CSS(`#waiting-by-age`)))
+	shot("overview.png")
+
+	step("find the stuck payment",
+		chromedp.Navigate(e.URL+"/console/payments"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-payment-id="`+stuck+`"]`)))
+	shot("stuck.png")
+	step("open it",
+		chromedp.Click(chromedp.CSS(`tr[data-payment-id="`+stuck+`"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#compare`)))
+	if got := text(`#compare tr.diff[data-field="Status"]`); !strings.Contains(got, "unknown") || !strings.Contains(got, "authorized") {
+		t.Fatalf("status row %q, want ours unknown beside the provider's authorized, highlighted", got)
+	}
+	shot("payment-unknown.png")
+
+	step("reconcile now",
+		chromedp.Click(chromedp.CSS(`#action-reconcile`)),
+		chromedp.WaitVisible(chromedp.CSS(`#reason`)))
+	shot("confirm.png")
+	step("confirm with a reason",
+		chromedp.SendKeys(chromedp.CSS(`#reason`), "customer asks whether they were charged"),
+		chromedp.Click(chromedp.CSS(`#confirm-button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status[data-status="authorized"]`)))
+	if got := text(`#compare`); strings.Contains(got, "differs") {
+		t.Fatalf("after reconciling the comparison still differs: %q", got)
+	}
+	shot("payment-reconciled.png")
+
+	step("replay the declined payment",
+		chromedp.Navigate(e.URL+"/console/payments/"+declined),
+		chromedp.Click(chromedp.CSS(`#action-replay`)),
+		chromedp.WaitVisible(chromedp.CSS(`#reason`)),
+		chromedp.SendKeys(chromedp.CSS(`#reason`), "customer updated the card"),
+		chromedp.Click(chromedp.CSS(`#confirm-button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#notice`)))
+	if got := text(`#attempts`); !strings.Contains(got, "pedido-recusado:autorizar-v2") {
+		t.Fatalf("attempts %q, want a second attempt with the next provider key", got)
+	}
+	if got := text(`#timeline`); !strings.Contains(got, "replay.new_attempt") || !strings.Contains(got, "Ana Operadora") {
+		t.Fatalf("timeline %q, want the replay by Ana Operadora", got)
+	}
+	shot("payment-replayed.png")
+
+	step("accounts", chromedp.Navigate(e.URL+"/console/accounts"), chromedp.WaitVisible(chromedp.CSS(`#create-account`)))
+	shot("accounts.png")
+
+	v, err := e.Payments.AdminGet(context.Background(), stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Payment.Status != "authorized" {
+		t.Fatalf("payment %s is %s, want authorized", stuck, v.Payment.Status)
+	}
+	if st := e.Sim.Stats(); st.Authorizations != 1 || st.Declines != 2 {
+		t.Fatalf("the simulator made %d authorizations and %d declines, want 1 (reconciling never charges again) and 2 (the declined payment and its replay)",
+			st.Authorizations, st.Declines)
+	}
+}
