@@ -131,8 +131,10 @@ type Payment struct {
 	NextAction      *NextAction
 	ClientSecret    string
 	ActionExpiresAt *time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// Disputes the provider reported, oldest first (CONTRACT §14).
+	Disputes  []Dispute
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // AttemptStatus is the state of one provider call.
@@ -279,11 +281,13 @@ type view struct {
 	FailureCode       *string `json:"failure_code"`
 	FailureMessage    *string `json:"failure_message"`
 	// Null unless the payment waits for the customer (CONTRACT §3).
-	NextAction   *NextAction       `json:"next_action"`
-	ClientSecret *string           `json:"client_secret"`
-	Metadata     map[string]string `json:"metadata"`
-	CreatedAt    string            `json:"created_at"`
-	UpdatedAt    string            `json:"updated_at"`
+	NextAction   *NextAction `json:"next_action"`
+	ClientSecret *string     `json:"client_secret"`
+	// Always a list, so the shape is the same with or without disputes.
+	Disputes  []Dispute         `json:"disputes"`
+	Metadata  map[string]string `json:"metadata"`
+	CreatedAt string            `json:"created_at"`
+	UpdatedAt string            `json:"updated_at"`
 }
 
 // MarshalJSON renders the public payment object.
@@ -300,7 +304,7 @@ func (p *Payment) view() view {
 		ProviderPaymentID: nullable(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, FailureCode: nullable(p.FailureCode),
 		FailureMessage: nullable(p.FailureMessage), Metadata: md,
-		NextAction: p.NextAction, ClientSecret: nullable(p.ClientSecret),
+		NextAction: p.NextAction, ClientSecret: nullable(p.ClientSecret), Disputes: nonNilDisputes(p.Disputes),
 		CreatedAt: FormatTime(p.CreatedAt), UpdatedAt: FormatTime(p.UpdatedAt),
 	}
 }
