@@ -81,6 +81,14 @@ func CanTransition(from, to Status) bool {
 	return false
 }
 
+// CanAdopt reports whether an operator may move a payment to the state the
+// provider proves it is in, after the audit found the two apart: any
+// allowed transition, and also from one final status to another (a
+// payment we hold as canceled that the provider shows as paid).
+func CanAdopt(from, to Status) bool {
+	return CanTransition(from, to) || (from != to && from.Final() && to.Final())
+}
+
 // Operation names an operation at the provider; it is part of the derived
 // provider key.
 type Operation string
