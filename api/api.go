@@ -31,6 +31,8 @@ type Config struct {
 	Logger   *slog.Logger
 	// AdminToken enables /admin/v1; empty disables it (404).
 	AdminToken string
+	// Discrepancies serves /admin/v1/discrepancies.
+	Discrepancies *payment.Discrepancies
 }
 
 // Server serves the HTTP API.
@@ -41,15 +43,17 @@ type Server struct {
 	metrics    *metrics.Metrics
 	log        *slog.Logger
 	adminToken string
+
+	discrepancies *payment.Discrepancies
 }
 
 // New checks every dependency.
 func New(c Config) (*Server, error) {
-	if c.Payments == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil {
-		return nil, errors.New("api: payments, accounts, readiness, metrics and logger are required")
+	if c.Payments == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil || c.Discrepancies == nil {
+		return nil, errors.New("api: payments, discrepancies, accounts, readiness, metrics and logger are required")
 	}
 	return &Server{payments: c.Payments, accounts: c.Accounts, ready: c.Ready,
-		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken}, nil
+		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, discrepancies: c.Discrepancies}, nil
 }
 
 // Handler returns the routes with their middleware stack.
@@ -104,6 +108,9 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/payments/{id}", s.adminGetPayment)
 		r.With(s.identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
 		r.With(s.identityBody).Post("/payments/{id}/replay", s.adminReplay)
+		r.Get("/discrepancies", s.adminListDiscrepancies)
+		r.Get("/discrepancies/{id}", s.adminGetDiscrepancy)
+		r.With(s.identityBody).Post("/discrepancies/{id}/resolve", s.adminResolveDiscrepancy)
 	})
 	methods = routedMethods(r)
 	return r

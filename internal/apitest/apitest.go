@@ -98,6 +98,8 @@ type Env struct {
 	Counter  *postgres.Counter
 	Accounts *account.Service
 	Payments *payment.Service
+	// Discrepancies is the first instance's audit.
+	Discrepancies *payment.Discrepancies
 
 	doc    *openapi3.T
 	router routers.Router
@@ -177,7 +179,16 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if e.Accounts == nil {
 		e.Accounts = accounts
 	}
-	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken})
+	dsc, err := payment.NewDiscrepancies(payment.DiscrepancyConfig{Payments: svc, Store: store, Accounts: accounts, Logger: log})
+	if err != nil {
+		t.Fatalf("discrepancies: %v", err)
+	}
+	if e.Discrepancies == nil {
+		e.Discrepancies = dsc
+	}
+	m.CountOpenDiscrepancies(dsc.CountOpen)
+	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log,
+		AdminToken: AdminToken, Discrepancies: dsc})
 	if err != nil {
 		t.Fatalf("api: %v", err)
 	}
