@@ -172,6 +172,8 @@ const (
 	EventTypePaymentCaptureFailed  EventType = "payment.capture_failed"
 	EventTypePaymentCaptured       EventType = "payment.captured"
 	EventTypePaymentDeclined       EventType = "payment.declined"
+	EventTypePaymentDisputeClosed  EventType = "payment.dispute_closed"
+	EventTypePaymentDisputed       EventType = "payment.disputed"
 	EventTypePaymentFailed         EventType = "payment.failed"
 	EventTypePaymentPending        EventType = "payment.pending"
 	EventTypePaymentProcessing     EventType = "payment.processing"
@@ -195,6 +197,10 @@ func (e EventType) Valid() bool {
 	case EventTypePaymentCaptured:
 		return true
 	case EventTypePaymentDeclined:
+		return true
+	case EventTypePaymentDisputeClosed:
+		return true
+	case EventTypePaymentDisputed:
 		return true
 	case EventTypePaymentFailed:
 		return true
@@ -837,7 +843,9 @@ type Event struct {
 	// `payment.captured`, and a refund emits `payment.refunded`. A
 	// capture, cancel or refund the provider refused emits
 	// `payment.capture_failed`, `payment.cancel_failed` or
-	// `payment.refund_failed` with the payment's snapshot.
+	// `payment.refund_failed` with the payment's snapshot. A dispute
+	// opened or changed at the provider emits `payment.disputed`, a
+	// settled one `payment.dispute_closed`.
 	Type EventType `json:"type"`
 }
 
@@ -846,7 +854,9 @@ type Event struct {
 // `payment.captured`, and a refund emits `payment.refunded`. A
 // capture, cancel or refund the provider refused emits
 // `payment.capture_failed`, `payment.cancel_failed` or
-// `payment.refund_failed` with the payment's snapshot.
+// `payment.refund_failed` with the payment's snapshot. A dispute
+// opened or changed at the provider emits `payment.disputed`, a
+// settled one `payment.dispute_closed`.
 type EventType string
 
 // EventList defines model for EventList.
