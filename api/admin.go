@@ -58,6 +58,11 @@ func decodeAdminAction(body []byte) (adminAction, error) {
 	if err := payment.DecodeStrict(body, &a); err != nil {
 		return a, err
 	}
+	return a, checkAdminAction(a)
+}
+
+// checkAdminAction checks the actor and reason of an admin call.
+func checkAdminAction(a adminAction) error {
 	var fe []payment.FieldError
 	check := func(field, v string, max int) {
 		switch {
@@ -70,9 +75,9 @@ func decodeAdminAction(body []byte) (adminAction, error) {
 	check("actor", a.Actor, maxActorLen)
 	check("reason", a.Reason, maxReasonLen)
 	if len(fe) > 0 {
-		return a, &payment.Error{Code: payment.CodeInvalidRequest, Message: "the body must be {actor, reason}", Fields: fe}
+		return &payment.Error{Code: payment.CodeInvalidRequest, Message: "the body must have an actor and a reason", Fields: fe}
 	}
-	return a, nil
+	return nil
 }
 
 func (s *Server) adminListPayments(w http.ResponseWriter, r *http.Request) {

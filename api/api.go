@@ -34,26 +34,30 @@ type Config struct {
 	// Console, when set, is served at /console/ (the operations console,
 	// which exists only with an admin token).
 	Console http.Handler
+	// Discrepancies serves /admin/v1/discrepancies.
+	Discrepancies *payment.Discrepancies
 }
 
 // Server serves the HTTP API.
 type Server struct {
-	payments   *payment.Service
-	accounts   *account.Service
-	ready      Readiness
-	metrics    *metrics.Metrics
-	log        *slog.Logger
-	adminToken string
-	console    http.Handler
+	payments      *payment.Service
+	accounts      *account.Service
+	ready         Readiness
+	metrics       *metrics.Metrics
+	log           *slog.Logger
+	adminToken    string
+	console       http.Handler
+	discrepancies *payment.Discrepancies
 }
 
 // New checks every dependency.
 func New(c Config) (*Server, error) {
-	if c.Payments == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil {
-		return nil, errors.New("api: payments, accounts, readiness, metrics and logger are required")
+	if c.Payments == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil || c.Discrepancies == nil {
+		return nil, errors.New("api: payments, discrepancies, accounts, readiness, metrics and logger are required")
 	}
 	return &Server{payments: c.Payments, accounts: c.Accounts, ready: c.Ready,
-		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, console: c.Console}, nil
+		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, console: c.Console,
+		discrepancies: c.Discrepancies}, nil
 }
 
 // Handler returns the routes with their middleware stack.
@@ -108,6 +112,9 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/payments/{id}", s.adminGetPayment)
 		r.With(s.identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
 		r.With(s.identityBody).Post("/payments/{id}/replay", s.adminReplay)
+		r.Get("/discrepancies", s.adminListDiscrepancies)
+		r.Get("/discrepancies/{id}", s.adminGetDiscrepancy)
+		r.With(s.identityBody).Post("/discrepancies/{id}/resolve", s.adminResolveDiscrepancy)
 	})
 	if s.console != nil && s.adminToken != "" {
 		r.Mount("/console", s.console)

@@ -77,6 +77,9 @@ func eventIsText(n provider.Event) bool {
 			texts = append(texts, k, v)
 		}
 	}
+	if d := n.Dispute; d != nil {
+		texts = append(texts, d.ID, d.IntentID, d.Reason, d.Status)
+	}
 	for _, t := range texts {
 		if !payment.ValidText(t) {
 			return false

@@ -89,6 +89,81 @@ func (e CaptureMethod) Valid() bool {
 	}
 }
 
+// Defines values for DiscrepancyKind.
+const (
+	AmountCapturedMismatch DiscrepancyKind = "amount_captured_mismatch"
+	AmountRefundedMismatch DiscrepancyKind = "amount_refunded_mismatch"
+	Disputed               DiscrepancyKind = "disputed"
+	PaidAtProviderNotHere  DiscrepancyKind = "paid_at_provider_not_here"
+	StatusMismatch         DiscrepancyKind = "status_mismatch"
+)
+
+// Valid indicates whether the value is a known member of the DiscrepancyKind enum.
+func (e DiscrepancyKind) Valid() bool {
+	switch e {
+	case AmountCapturedMismatch:
+		return true
+	case AmountRefundedMismatch:
+		return true
+	case Disputed:
+		return true
+	case PaidAtProviderNotHere:
+		return true
+	case StatusMismatch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscrepancyObject.
+const (
+	DiscrepancyObjectDiscrepancy DiscrepancyObject = "discrepancy"
+)
+
+// Valid indicates whether the value is a known member of the DiscrepancyObject enum.
+func (e DiscrepancyObject) Valid() bool {
+	switch e {
+	case DiscrepancyObjectDiscrepancy:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscrepancyStatus.
+const (
+	DiscrepancyStatusOpen     DiscrepancyStatus = "open"
+	DiscrepancyStatusResolved DiscrepancyStatus = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the DiscrepancyStatus enum.
+func (e DiscrepancyStatus) Valid() bool {
+	switch e {
+	case DiscrepancyStatusOpen:
+		return true
+	case DiscrepancyStatusResolved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscrepancyListObject.
+const (
+	DiscrepancyListObjectList DiscrepancyListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the DiscrepancyListObject enum.
+func (e DiscrepancyListObject) Valid() bool {
+	switch e {
+	case DiscrepancyListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventType.
 const (
 	EventTypePaymentAuthorized     EventType = "payment.authorized"
@@ -97,6 +172,8 @@ const (
 	EventTypePaymentCaptureFailed  EventType = "payment.capture_failed"
 	EventTypePaymentCaptured       EventType = "payment.captured"
 	EventTypePaymentDeclined       EventType = "payment.declined"
+	EventTypePaymentDisputeClosed  EventType = "payment.dispute_closed"
+	EventTypePaymentDisputed       EventType = "payment.disputed"
 	EventTypePaymentFailed         EventType = "payment.failed"
 	EventTypePaymentPending        EventType = "payment.pending"
 	EventTypePaymentProcessing     EventType = "payment.processing"
@@ -120,6 +197,10 @@ func (e EventType) Valid() bool {
 	case EventTypePaymentCaptured:
 		return true
 	case EventTypePaymentDeclined:
+		return true
+	case EventTypePaymentDisputeClosed:
+		return true
+	case EventTypePaymentDisputed:
 		return true
 	case EventTypePaymentFailed:
 		return true
@@ -383,6 +464,27 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for ResolveDiscrepancyRequestAction.
+const (
+	ResolveDiscrepancyRequestActionAdoptProviderState ResolveDiscrepancyRequestAction = "adopt_provider_state"
+	ResolveDiscrepancyRequestActionNote               ResolveDiscrepancyRequestAction = "note"
+	ResolveDiscrepancyRequestActionRefund             ResolveDiscrepancyRequestAction = "refund"
+)
+
+// Valid indicates whether the value is a known member of the ResolveDiscrepancyRequestAction enum.
+func (e ResolveDiscrepancyRequestAction) Valid() bool {
+	switch e {
+	case ResolveDiscrepancyRequestActionAdoptProviderState:
+		return true
+	case ResolveDiscrepancyRequestActionNote:
+		return true
+	case ResolveDiscrepancyRequestActionRefund:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StuckPaymentObject.
 const (
 	StuckPaymentObjectPayment StuckPaymentObject = "payment"
@@ -422,6 +524,24 @@ const (
 func (e StuckPaymentListObject) Valid() bool {
 	switch e {
 	case StuckPaymentListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AdminListDiscrepanciesParamsStatus.
+const (
+	AdminListDiscrepanciesParamsStatusOpen     AdminListDiscrepanciesParamsStatus = "open"
+	AdminListDiscrepanciesParamsStatusResolved AdminListDiscrepanciesParamsStatus = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the AdminListDiscrepanciesParamsStatus enum.
+func (e AdminListDiscrepanciesParamsStatus) Valid() bool {
+	switch e {
+	case AdminListDiscrepanciesParamsStatusOpen:
+		return true
+	case AdminListDiscrepanciesParamsStatusResolved:
 		return true
 	default:
 		return false
@@ -643,6 +763,65 @@ type CreatePaymentRequest struct {
 	ReturnUrl *string `json:"return_url,omitempty"`
 }
 
+// Discrepancy A difference the audit found between a final payment and the
+// provider's record of it (CONTRACT §14). `ours` and `theirs` hold the
+// fields that differ.
+type Discrepancy struct {
+	AccountId string `json:"account_id"`
+
+	// FirstSeenAt Example: 2025-01-31T12:00:00.000000Z
+	FirstSeenAt Timestamp       `json:"first_seen_at"`
+	Id          string          `json:"id"`
+	Kind        DiscrepancyKind `json:"kind"`
+
+	// LastCheckedAt Example: 2025-01-31T12:00:00.000000Z
+	LastCheckedAt Timestamp              `json:"last_checked_at"`
+	Object        DiscrepancyObject      `json:"object"`
+	Ours          map[string]interface{} `json:"ours"`
+	PaymentId     string                 `json:"payment_id"`
+	Status        DiscrepancyStatus      `json:"status"`
+	Theirs        map[string]interface{} `json:"theirs"`
+}
+
+// DiscrepancyKind defines model for Discrepancy.Kind.
+type DiscrepancyKind string
+
+// DiscrepancyObject defines model for Discrepancy.Object.
+type DiscrepancyObject string
+
+// DiscrepancyStatus defines model for Discrepancy.Status.
+type DiscrepancyStatus string
+
+// DiscrepancyList defines model for DiscrepancyList.
+type DiscrepancyList struct {
+	Data    []Discrepancy `json:"data"`
+	HasMore bool          `json:"has_more"`
+
+	// NextCursor Pass it as `cursor` for the next page.
+	NextCursor string                `json:"next_cursor"`
+	Object     DiscrepancyListObject `json:"object"`
+}
+
+// DiscrepancyListObject defines model for DiscrepancyList.Object.
+type DiscrepancyListObject string
+
+// Dispute A customer's dispute (chargeback) of a payment, as the provider reported it.
+type Dispute struct {
+	Amount int64 `json:"amount"`
+
+	// EvidenceDueBy When evidence must reach the provider; null when none can be submitted.
+	EvidenceDueBy *Timestamp `json:"evidence_due_by"`
+
+	// Id The provider's dispute id (`dp_…`).
+	Id string `json:"id"`
+
+	// Reason The provider's reason (`fraudulent`, `product_not_received`, …).
+	Reason string `json:"reason"`
+
+	// Status The provider's status (`needs_response`, `under_review`, `won`, `lost`, …).
+	Status string `json:"status"`
+}
+
 // Duration A Go duration (`2s`, `5m`, `72h`).
 //
 // Example: 5m
@@ -664,7 +843,9 @@ type Event struct {
 	// `payment.captured`, and a refund emits `payment.refunded`. A
 	// capture, cancel or refund the provider refused emits
 	// `payment.capture_failed`, `payment.cancel_failed` or
-	// `payment.refund_failed` with the payment's snapshot.
+	// `payment.refund_failed` with the payment's snapshot. A dispute
+	// opened or changed at the provider emits `payment.disputed`, a
+	// settled one `payment.dispute_closed`.
 	Type EventType `json:"type"`
 }
 
@@ -673,7 +854,9 @@ type Event struct {
 // `payment.captured`, and a refund emits `payment.refunded`. A
 // capture, cancel or refund the provider refused emits
 // `payment.capture_failed`, `payment.cancel_failed` or
-// `payment.refund_failed` with the payment's snapshot.
+// `payment.refund_failed` with the payment's snapshot. A dispute
+// opened or changed at the provider emits `payment.disputed`, a
+// settled one `payment.dispute_closed`.
 type EventType string
 
 // EventList defines model for EventList.
@@ -770,6 +953,10 @@ type Payment struct {
 	//
 	// Example: BRL
 	Currency string `json:"currency"`
+
+	// Disputes Disputes (chargebacks) the provider reported through
+	// `charge.dispute.*` webhooks, oldest first; an empty list when none.
+	Disputes []Dispute `json:"disputes"`
 
 	// FailureCode Why the payment was declined, failed or canceled (e.g.
 	// `card_declined`, `not_found_at_provider`, `authentication_failed`
@@ -887,6 +1074,25 @@ type RefundRequest struct {
 	Amount Amount `json:"amount"`
 }
 
+// ResolveDiscrepancyRequest defines model for ResolveDiscrepancyRequest.
+type ResolveDiscrepancyRequest struct {
+	// Action `note`: record that it was seen, change nothing.
+	// `adopt_provider_state`: make the payment say what the provider says,
+	// audited and with its event. `refund`: return what the provider still
+	// holds through the normal refund path (adopting the provider's state
+	// first when ours does not show the money taken).
+	Action ResolveDiscrepancyRequestAction `json:"action"`
+	Actor  string                          `json:"actor"`
+	Reason string                          `json:"reason"`
+}
+
+// ResolveDiscrepancyRequestAction `note`: record that it was seen, change nothing.
+// `adopt_provider_state`: make the payment say what the provider says,
+// audited and with its event. `refund`: return what the provider still
+// holds through the normal refund path (adopting the provider's state
+// first when ours does not show the money taken).
+type ResolveDiscrepancyRequestAction string
+
 // StuckPayment A payment in the admin stuck list, with `needs_attention`.
 type StuckPayment struct {
 	// Amount Integer amount in minor units (for zero-decimal currencies such as
@@ -914,6 +1120,10 @@ type StuckPayment struct {
 	//
 	// Example: BRL
 	Currency string `json:"currency"`
+
+	// Disputes Disputes (chargebacks) the provider reported through
+	// `charge.dispute.*` webhooks, oldest first; an empty list when none.
+	Disputes []Dispute `json:"disputes"`
 
 	// FailureCode Why the payment was declined, failed or canceled (e.g.
 	// `card_declined`, `not_found_at_provider`, `authentication_failed`
@@ -1032,6 +1242,73 @@ type UnsupportedMediaType = Problem
 
 // AdminCreateAccountParams defines parameters for AdminCreateAccount.
 type AdminCreateAccountParams struct {
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminListDiscrepanciesParams defines parameters for AdminListDiscrepancies.
+type AdminListDiscrepanciesParams struct {
+	// Status Only discrepancies in this state.
+	Status *AdminListDiscrepanciesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// PaymentId Only the discrepancies of this payment.
+	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
+
+	// Cursor The `next_cursor` of a previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit The page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminListDiscrepanciesParamsStatus defines parameters for AdminListDiscrepancies.
+type AdminListDiscrepanciesParamsStatus string
+
+// AdminGetDiscrepancyParams defines parameters for AdminGetDiscrepancy.
+type AdminGetDiscrepancyParams struct {
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminResolveDiscrepancyParams defines parameters for AdminResolveDiscrepancy.
+type AdminResolveDiscrepancyParams struct {
+	// IdempotencyKey The client key: 1–255 visible ASCII characters (0x21–0x7E). The quoted
+	// structured-field form of the IETF draft (`"abc"`) is accepted as
+	// `abc`; an empty key counts as missing (`400 idempotency_key_missing`),
+	// a malformed one is `400 idempotency_key_invalid`. Scoped per account
+	// and operation (`payments.create`, `payments.capture`,
+	// `payments.cancel`, `refunds.create`): a key of one account never
+	// matches, replays or blocks another account's request.
+	//
+	// A retry with the same key and the same request gets the same result
+	// and never a second effect at the provider: the stored status and body
+	// byte for byte with `Idempotent-Replayed: true` once completed; `409
+	// idempotency_key_in_use` with `Retry-After: 1` while another request
+	// holds the lease; recovery of the same attempt when the holder died
+	// (lease expired) or the outcome is `unknown` (`201`/`200` once known,
+	// else `202` again). The same key with a different request is `422
+	// idempotency_key_reused` and nothing is executed, even while the first
+	// request is still in flight.
+	//
+	// Retention windows (part of the contract): the stored response is kept
+	// for `IDEMPOTENCY_RESPONSE_TTL` (default `72h`); then a tombstone is
+	// kept for `IDEMPOTENCY_TOMBSTONE_TTL` (default `9600h`, 400 days),
+	// during which a retry gets `200` with the payment's current state and
+	// `Idempotent-Replayed: true`, never a new charge. An in-progress key is
+	// leased for `IN_PROGRESS_LEASE` (default `30s`). Requests rejected
+	// before execution (400, 401, 413, 415, and `409
+	// order_has_active_payment`) reserve nothing.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
 	// XRequestId A request id to correlate logs; kept when it matches
 	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
 	// the `X-Request-Id` response header and in problem documents.
@@ -1312,6 +1589,9 @@ type StripeWebhook200JSONResponseBodyReceived bool
 
 // AdminCreateAccountJSONRequestBody defines body for AdminCreateAccount for application/json ContentType.
 type AdminCreateAccountJSONRequestBody = CreateAccountRequest
+
+// AdminResolveDiscrepancyJSONRequestBody defines body for AdminResolveDiscrepancy for application/json ContentType.
+type AdminResolveDiscrepancyJSONRequestBody = ResolveDiscrepancyRequest
 
 // AdminReconcilePaymentJSONRequestBody defines body for AdminReconcilePayment for application/json ContentType.
 type AdminReconcilePaymentJSONRequestBody = AdminActionRequest
@@ -1679,6 +1959,46 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
 	AdminCreateAccount(ctx context.Context, params *AdminCreateAccountParams, body AdminCreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AdminListDiscrepancies Differences between final payments and the provider
+	//
+	// What the audit (`payments reconcile --audit`, and `serve` every
+	// `AUDIT_INTERVAL`) found, oldest first. Pass `next_cursor` back as
+	// `cursor` for the next page.
+	//
+	// Corresponds with GET /admin/v1/discrepancies (the `AdminListDiscrepancies` operationId).
+	AdminListDiscrepancies(ctx context.Context, params *AdminListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminGetDiscrepancy One discrepancy
+	//
+	// A discrepancy by its id, open or resolved.
+	//
+	// Corresponds with GET /admin/v1/discrepancies/{id} (the `AdminGetDiscrepancy` operationId).
+	AdminGetDiscrepancy(ctx context.Context, id string, params *AdminGetDiscrepancyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminResolveDiscrepancyWithBody Resolve a discrepancy
+	//
+	// Closes an open discrepancy with an action, audited on the payment
+	// with actor and reason. A `refund` is made under a client key derived
+	// from the discrepancy, so it happens once whatever the
+	// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
+	AdminResolveDiscrepancyWithBody(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminResolveDiscrepancy Resolve a discrepancy
+	//
+	// Closes an open discrepancy with an action, audited on the payment
+	// with actor and reason. A `refund` is made under a client key derived
+	// from the discrepancy, so it happens once whatever the
+	// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
+	AdminResolveDiscrepancy(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, body AdminResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AdminListPayments Stuck payments, any account
 	//
 	// Payments of every account filtered by status and age, for an operator
@@ -1949,6 +2269,86 @@ func (c *Client) AdminCreateAccountWithBody(ctx context.Context, params *AdminCr
 // Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
 func (c *Client) AdminCreateAccount(ctx context.Context, params *AdminCreateAccountParams, body AdminCreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminCreateAccountRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminListDiscrepancies Differences between final payments and the provider
+//
+// What the audit (`payments reconcile --audit`, and `serve` every
+// `AUDIT_INTERVAL`) found, oldest first. Pass `next_cursor` back as
+// `cursor` for the next page.
+//
+// Corresponds with GET /admin/v1/discrepancies (the `AdminListDiscrepancies` operationId).
+func (c *Client) AdminListDiscrepancies(ctx context.Context, params *AdminListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminListDiscrepanciesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminGetDiscrepancy One discrepancy
+//
+// A discrepancy by its id, open or resolved.
+//
+// Corresponds with GET /admin/v1/discrepancies/{id} (the `AdminGetDiscrepancy` operationId).
+func (c *Client) AdminGetDiscrepancy(ctx context.Context, id string, params *AdminGetDiscrepancyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminGetDiscrepancyRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminResolveDiscrepancyWithBody Resolve a discrepancy
+//
+// Closes an open discrepancy with an action, audited on the payment
+// with actor and reason. A `refund` is made under a client key derived
+// from the discrepancy, so it happens once whatever the
+// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
+func (c *Client) AdminResolveDiscrepancyWithBody(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminResolveDiscrepancyRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminResolveDiscrepancy Resolve a discrepancy
+//
+// Closes an open discrepancy with an action, audited on the payment
+// with actor and reason. A `refund` is made under a client key derived
+// from the discrepancy, so it happens once whatever the
+// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
+func (c *Client) AdminResolveDiscrepancy(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, body AdminResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminResolveDiscrepancyRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2464,6 +2864,231 @@ func NewAdminCreateAccountRequestWithBody(server string, params *AdminCreateAcco
 			}
 
 			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminListDiscrepanciesRequest constructs an http.Request for the AdminListDiscrepancies method
+func NewAdminListDiscrepanciesRequest(server string, params *AdminListDiscrepanciesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/discrepancies")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PaymentId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "payment_id", *params.PaymentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminGetDiscrepancyRequest constructs an http.Request for the AdminGetDiscrepancy method
+func NewAdminGetDiscrepancyRequest(server string, id string, params *AdminGetDiscrepancyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/discrepancies/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminResolveDiscrepancyRequest calls the generic AdminResolveDiscrepancy builder with application/json body
+func NewAdminResolveDiscrepancyRequest(server string, id string, params *AdminResolveDiscrepancyParams, body AdminResolveDiscrepancyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAdminResolveDiscrepancyRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewAdminResolveDiscrepancyRequestWithBody constructs an http.Request for the AdminResolveDiscrepancy method, with any body, and a specified content type
+func NewAdminResolveDiscrepancyRequestWithBody(server string, id string, params *AdminResolveDiscrepancyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/discrepancies/%s/resolve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
 		}
 
 	}
@@ -3460,6 +4085,50 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
 	AdminCreateAccountWithResponse(ctx context.Context, params *AdminCreateAccountParams, body AdminCreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminCreateAccountResponse, error)
 
+	// AdminListDiscrepanciesWithResponse Differences between final payments and the provider
+	//
+	// What the audit (`payments reconcile --audit`, and `serve` every
+	// `AUDIT_INTERVAL`) found, oldest first. Pass `next_cursor` back as
+	// `cursor` for the next page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/v1/discrepancies (the `AdminListDiscrepancies` operationId).
+	AdminListDiscrepanciesWithResponse(ctx context.Context, params *AdminListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*AdminListDiscrepanciesResponse, error)
+
+	// AdminGetDiscrepancyWithResponse One discrepancy
+	//
+	// A discrepancy by its id, open or resolved.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/v1/discrepancies/{id} (the `AdminGetDiscrepancy` operationId).
+	AdminGetDiscrepancyWithResponse(ctx context.Context, id string, params *AdminGetDiscrepancyParams, reqEditors ...RequestEditorFn) (*AdminGetDiscrepancyResponse, error)
+
+	// AdminResolveDiscrepancyWithBodyWithResponse Resolve a discrepancy
+	//
+	// Closes an open discrepancy with an action, audited on the payment
+	// with actor and reason. A `refund` is made under a client key derived
+	// from the discrepancy, so it happens once whatever the
+	// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
+	AdminResolveDiscrepancyWithBodyWithResponse(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminResolveDiscrepancyResponse, error)
+
+	// AdminResolveDiscrepancyWithResponse Resolve a discrepancy
+	//
+	// Closes an open discrepancy with an action, audited on the payment
+	// with actor and reason. A `refund` is made under a client key derived
+	// from the discrepancy, so it happens once whatever the
+	// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
+	AdminResolveDiscrepancyWithResponse(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, body AdminResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminResolveDiscrepancyResponse, error)
+
 	// AdminListPaymentsWithResponse Stuck payments, any account
 	//
 	// Payments of every account filtered by status and age, for an operator
@@ -3855,6 +4524,365 @@ func (r AdminCreateAccountResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminCreateAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminListDiscrepanciesResponse200Headers the declared response headers of an HTTP 200 response for AdminListDiscrepancies
+type AdminListDiscrepanciesResponse200Headers struct {
+	XRequestId *string
+}
+
+// AdminListDiscrepanciesResponse400Headers the declared response headers of an HTTP 400 response for AdminListDiscrepancies
+type AdminListDiscrepanciesResponse400Headers struct {
+	XRequestId *string
+}
+
+// AdminListDiscrepanciesResponse401Headers the declared response headers of an HTTP 401 response for AdminListDiscrepancies
+type AdminListDiscrepanciesResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminListDiscrepanciesResponse503Headers the declared response headers of an HTTP 503 response for AdminListDiscrepancies
+type AdminListDiscrepanciesResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminListDiscrepanciesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DiscrepancyList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *InvalidRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminListDiscrepanciesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminListDiscrepanciesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminListDiscrepanciesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminListDiscrepanciesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminListDiscrepanciesResponse) GetJSON200() *DiscrepancyList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON400() *InvalidRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminListDiscrepanciesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminListDiscrepanciesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminListDiscrepanciesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminListDiscrepanciesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminGetDiscrepancyResponse200Headers the declared response headers of an HTTP 200 response for AdminGetDiscrepancy
+type AdminGetDiscrepancyResponse200Headers struct {
+	XRequestId *string
+}
+
+// AdminGetDiscrepancyResponse401Headers the declared response headers of an HTTP 401 response for AdminGetDiscrepancy
+type AdminGetDiscrepancyResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminGetDiscrepancyResponse404Headers the declared response headers of an HTTP 404 response for AdminGetDiscrepancy
+type AdminGetDiscrepancyResponse404Headers struct {
+	XRequestId *string
+}
+
+// AdminGetDiscrepancyResponse503Headers the declared response headers of an HTTP 503 response for AdminGetDiscrepancy
+type AdminGetDiscrepancyResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminGetDiscrepancyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Discrepancy
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminGetDiscrepancyResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminGetDiscrepancyResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminGetDiscrepancyResponse404Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminGetDiscrepancyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminGetDiscrepancyResponse) GetJSON200() *Discrepancy {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminGetDiscrepancyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminGetDiscrepancyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminGetDiscrepancyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminGetDiscrepancyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminResolveDiscrepancyResponse200Headers the declared response headers of an HTTP 200 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse200Headers struct {
+	IdempotentReplayed *string
+	XRequestId         *string
+}
+
+// AdminResolveDiscrepancyResponse400Headers the declared response headers of an HTTP 400 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse400Headers struct {
+	XRequestId *string
+}
+
+// AdminResolveDiscrepancyResponse401Headers the declared response headers of an HTTP 401 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminResolveDiscrepancyResponse404Headers the declared response headers of an HTTP 404 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse404Headers struct {
+	XRequestId *string
+}
+
+// AdminResolveDiscrepancyResponse409Headers the declared response headers of an HTTP 409 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// AdminResolveDiscrepancyResponse413Headers the declared response headers of an HTTP 413 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse413Headers struct {
+	XRequestId *string
+}
+
+// AdminResolveDiscrepancyResponse415Headers the declared response headers of an HTTP 415 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse415Headers struct {
+	XRequestId *string
+}
+
+// AdminResolveDiscrepancyResponse422Headers the declared response headers of an HTTP 422 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse422Headers struct {
+	XRequestId *string
+}
+
+// AdminResolveDiscrepancyResponse500Headers the declared response headers of an HTTP 500 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse500Headers struct {
+	XRequestId *string
+}
+
+// AdminResolveDiscrepancyResponse503Headers the declared response headers of an HTTP 503 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminResolveDiscrepancyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Discrepancy
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *RequestTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminResolveDiscrepancyResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminResolveDiscrepancyResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminResolveDiscrepancyResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminResolveDiscrepancyResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AdminResolveDiscrepancyResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AdminResolveDiscrepancyResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *AdminResolveDiscrepancyResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *AdminResolveDiscrepancyResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AdminResolveDiscrepancyResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminResolveDiscrepancyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminResolveDiscrepancyResponse) GetJSON200() *Discrepancy {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON413() *RequestTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminResolveDiscrepancyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminResolveDiscrepancyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminResolveDiscrepancyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminResolveDiscrepancyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5810,6 +6838,74 @@ func (c *ClientWithResponses) AdminCreateAccountWithResponse(ctx context.Context
 	return ParseAdminCreateAccountResponse(rsp)
 }
 
+// AdminListDiscrepanciesWithResponse Differences between final payments and the provider
+//
+// What the audit (`payments reconcile --audit`, and `serve` every
+// `AUDIT_INTERVAL`) found, oldest first. Pass `next_cursor` back as
+// `cursor` for the next page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/v1/discrepancies (the `AdminListDiscrepancies` operationId).
+func (c *ClientWithResponses) AdminListDiscrepanciesWithResponse(ctx context.Context, params *AdminListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*AdminListDiscrepanciesResponse, error) {
+	rsp, err := c.AdminListDiscrepancies(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminListDiscrepanciesResponse(rsp)
+}
+
+// AdminGetDiscrepancyWithResponse One discrepancy
+//
+// A discrepancy by its id, open or resolved.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/v1/discrepancies/{id} (the `AdminGetDiscrepancy` operationId).
+func (c *ClientWithResponses) AdminGetDiscrepancyWithResponse(ctx context.Context, id string, params *AdminGetDiscrepancyParams, reqEditors ...RequestEditorFn) (*AdminGetDiscrepancyResponse, error) {
+	rsp, err := c.AdminGetDiscrepancy(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminGetDiscrepancyResponse(rsp)
+}
+
+// AdminResolveDiscrepancyWithBodyWithResponse Resolve a discrepancy
+//
+// Closes an open discrepancy with an action, audited on the payment
+// with actor and reason. A `refund` is made under a client key derived
+// from the discrepancy, so it happens once whatever the
+// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
+func (c *ClientWithResponses) AdminResolveDiscrepancyWithBodyWithResponse(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminResolveDiscrepancyResponse, error) {
+	rsp, err := c.AdminResolveDiscrepancyWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminResolveDiscrepancyResponse(rsp)
+}
+
+// AdminResolveDiscrepancyWithResponse Resolve a discrepancy
+//
+// Closes an open discrepancy with an action, audited on the payment
+// with actor and reason. A `refund` is made under a client key derived
+// from the discrepancy, so it happens once whatever the
+// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
+func (c *ClientWithResponses) AdminResolveDiscrepancyWithResponse(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, body AdminResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminResolveDiscrepancyResponse, error) {
+	rsp, err := c.AdminResolveDiscrepancy(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminResolveDiscrepancyResponse(rsp)
+}
+
 // AdminListPaymentsWithResponse Stuck payments, any account
 //
 // Payments of every account filtered by status and age, for an operator
@@ -6340,6 +7436,413 @@ func ParseAdminCreateAccountResponse(rsp *http.Response) (*AdminCreateAccountRes
 		response.Headers415 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminCreateAccountResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminListDiscrepanciesResponse parses an HTTP response from a AdminListDiscrepanciesWithResponse call
+func ParseAdminListDiscrepanciesResponse(rsp *http.Response) (*AdminListDiscrepanciesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminListDiscrepanciesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DiscrepancyList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminListDiscrepanciesResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AdminListDiscrepanciesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminListDiscrepanciesResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminListDiscrepanciesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminGetDiscrepancyResponse parses an HTTP response from a AdminGetDiscrepancyWithResponse call
+func ParseAdminGetDiscrepancyResponse(rsp *http.Response) (*AdminGetDiscrepancyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminGetDiscrepancyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Discrepancy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminGetDiscrepancyResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminGetDiscrepancyResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminGetDiscrepancyResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminGetDiscrepancyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminResolveDiscrepancyResponse parses an HTTP response from a AdminResolveDiscrepancyWithResponse call
+func ParseAdminResolveDiscrepancyResponse(rsp *http.Response) (*AdminResolveDiscrepancyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminResolveDiscrepancyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Discrepancy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest RequestTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminResolveDiscrepancyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AdminResolveDiscrepancyResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminResolveDiscrepancyResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminResolveDiscrepancyResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers AdminResolveDiscrepancyResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers AdminResolveDiscrepancyResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers AdminResolveDiscrepancyResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers AdminResolveDiscrepancyResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers AdminResolveDiscrepancyResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminResolveDiscrepancyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -34,13 +34,20 @@ the README.`},
 many instances may run it at once.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
-	{name: "reconcile", synopsis: "--once", summary: "one reconciliation pass for a cron job; prints a JSON summary",
-		details: `Asks the provider about every payment whose outcome is unknown, records what
-it says, and prints {"examined":…,"resolved":{…},"still_unknown":…}. Exits 0
-unless it could not run.
+	{name: "reconcile", synopsis: "--once | --audit [--since D]", summary: "one reconciliation or audit pass for a cron job; prints a JSON summary",
+		details: `--once asks the provider about every payment whose outcome is unknown,
+records what it says, and prints {"examined":…,"resolved":{…},"still_unknown":…}.
+
+--audit compares every final payment changed within --since (a Go duration,
+default AUDIT_WINDOW) with the provider: status, amounts captured and
+refunded, disputes. Each difference is stored as an open discrepancy (see
+GET /admin/v1/discrepancies); nothing is changed and no money moves. Prints
+{"examined":…,"found":{kind:n},"new":…,"skipped":…}.
+
+Either exits 0 unless it could not run.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required); STRIPE_API_BASE,
-RECONCILE_AFTER, PROVIDER_TIMEOUT.`},
+RECONCILE_AFTER, PROVIDER_TIMEOUT, AUDIT_WINDOW, AUDIT_RATE.`},
 	{name: "accounts create", synopsis: "--name N --stripe-key K [--webhook-secret S]",
 		summary: `create an account; prints {"id":…,"api_key":…}`,
 		details: `The API key is shown only now; only its hash is stored. The provider

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/acmepay/payments/internal/logging"
@@ -33,6 +35,12 @@ type config struct {
 	ReconcileAlertAfter time.Duration
 	ProviderSearchGrace time.Duration
 	PurgeInterval       time.Duration
+	// AuditInterval and AuditWindow: how often serve compares final
+	// payments changed within the window with the provider; AuditRate caps
+	// the audit's provider calls per second.
+	AuditInterval time.Duration
+	AuditWindow   time.Duration
+	AuditRate     float64
 	// Bounds of every database session, so one stalled writer cannot
 	// freeze the requests waiting on its locks.
 	DBStatementTimeout         time.Duration
@@ -46,6 +54,10 @@ type config struct {
 	HTTPMaxHeaderBytes int
 	LogLevel           slog.Level
 }
+
+// defaultAuditRate keeps the audit well under Stripe's live-mode read
+// limit, leaving the rest to the money path.
+const defaultAuditRate = 10
 
 // loadConfig returns the first bad or missing setting as one clear error.
 func loadConfig(getenv func(string) string) (config, error) {
@@ -93,6 +105,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"RECONCILE_ALERT_AFTER", &c.ReconcileAlertAfter, time.Hour},
 		{"PROVIDER_SEARCH_GRACE", &c.ProviderSearchGrace, 5 * time.Minute},
 		{"PURGE_INTERVAL", &c.PurgeInterval, time.Hour},
+		{"AUDIT_INTERVAL", &c.AuditInterval, time.Hour},
+		{"AUDIT_WINDOW", &c.AuditWindow, 72 * time.Hour},
 		{"DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout, 5 * time.Second},
 		{"DB_LOCK_TIMEOUT", &c.DBLockTimeout, 2 * time.Second},
 		{"DB_IDLE_IN_TRANSACTION_TIMEOUT", &c.DBIdleInTransactionTimeout, 10 * time.Second},
@@ -113,6 +127,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.ReconcileMaxBackoff < c.ReconcileAfter {
 		return c, fmt.Errorf("RECONCILE_MAX_BACKOFF (%s) must not be shorter than RECONCILE_AFTER (%s)", c.ReconcileMaxBackoff, c.ReconcileAfter)
+	}
+	c.AuditRate = defaultAuditRate
+	if v := getenv("AUDIT_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r <= 0 || math.IsInf(r, 0) {
+			return c, fmt.Errorf("AUDIT_RATE must be a positive number of provider calls per second, not %q", v)
+		}
+		c.AuditRate = r
 	}
 	if err := c.checkHTTP(getenv("HTTP_MAX_HEADER_BYTES")); err != nil {
 		return c, err

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,8 +69,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Info("migrations applied")
 		return nil
 	case "reconcile":
+		if len(args) >= 2 && args[1] == "--audit" {
+			fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+			fs.Bool("audit", true, "")
+			since := fs.Duration("since", 0, "")
+			if err := parseFlags(fs, args[1:]); err != nil {
+				return err
+			}
+			if *since < 0 {
+				return usageErrorf("reconcile: --since must be a positive Go duration such as 24h")
+			}
+			return auditOnce(ctx, cfg, log, stdout, *since)
+		}
 		if len(args) != 2 || args[1] != "--once" {
-			return usageErrorf("reconcile: --once is required and nothing else (usage: payments reconcile --once)")
+			return usageErrorf("reconcile: --once or --audit [--since D] is required (usage: payments reconcile --once | --audit [--since D])")
 		}
 		return reconcileOnce(ctx, cfg, log, stdout)
 	}
@@ -90,6 +103,7 @@ type app struct {
 	accounts   *account.Service
 	reconciler *reconcile.Reconciler
 	purger     *retention.Purger
+	audit      *payment.Discrepancies
 }
 
 func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
@@ -128,6 +142,12 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
+	if a.audit, err = payment.NewDiscrepancies(payment.DiscrepancyConfig{Payments: a.payments, Store: store,
+		Accounts: a.accounts, Logger: log, Window: cfg.AuditWindow, Rate: cfg.AuditRate}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	a.metrics.CountOpenDiscrepancies(a.audit.CountOpen)
 	if a.reconciler, err = reconcile.New(reconcile.Config{Payments: a.payments, Accounts: a.accounts, Logger: log,
 		Metrics: a.metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
 		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
@@ -157,6 +177,43 @@ func reconcileOnce(ctx context.Context, cfg config, log *slog.Logger, stdout io.
 	return json.NewEncoder(stdout).Encode(sum)
 }
 
+// auditOnce is one audit pass for a cron job or an operator: the JSON
+// summary on stdout, logs on stderr. since 0 means AUDIT_WINDOW.
+func auditOnce(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer, since time.Duration) error {
+	a, err := wire(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.db.Close()
+	sum, err := a.audit.Audit(ctx, since)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(sum)
+}
+
+// runAudit audits every interval until ctx ends. A failed pass is logged
+// and the next one tries again.
+func runAudit(ctx context.Context, audit *payment.Discrepancies, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sum, err := audit.Audit(ctx, 0)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "audit pass failed", slog.String("error", err.Error()))
+			}
+			continue
+		}
+		log.InfoContext(ctx, "audit pass", slog.Int("examined", sum.Examined), slog.Int("new", sum.New), slog.Int("skipped", sum.Skipped))
+	}
+}
+
 // serve runs until ctx is canceled (SIGTERM), then drains in-flight
 // requests and stops the workers.
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
@@ -175,7 +232,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		con = c.Handler()
 	}
 	srv, err := api.New(api.Config{Payments: a.payments, Accounts: a.accounts, Ready: a.db, Metrics: a.metrics,
-		Logger: log, AdminToken: cfg.AdminToken, Console: con})
+		Logger: log, AdminToken: cfg.AdminToken, Console: con, Discrepancies: a.audit})
 	if err != nil {
 		return err
 	}
@@ -185,7 +242,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); runAudit(workers, a.audit, cfg.AuditInterval, log) }()
 	go func() { defer wg.Done(); a.reconciler.Run(workers) }()
 	go func() { defer wg.Done(); a.purger.Run(workers) }()
 	go func() { defer wg.Done(); a.metrics.RunDatabaseRefresh(workers, metrics.DatabaseRefreshInterval, log) }()

@@ -81,3 +81,42 @@ func TestReconcileOnce(t *testing.T) {
 		}
 	})
 }
+
+func TestReconcileAudit(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the real binary; skipped in -short")
+	}
+	e := apitest.New(t, apitest.Options{})
+	bin := buildBinary(t, "")
+	r := e.Create("k-audit", `{"order_id":"audit-1","amount":2000,"currency":"BRL","payment_method":"pm_card_visa"}`)
+	apitest.WantStatus(t, r, http.StatusCreated)
+	if _, err := e.Sim.DashboardRefund(r.JSON(t)["provider_payment_id"].(string), 700); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(bin, "reconcile", "--audit", "--since", "1h")
+	cmd.Env = append(os.Environ(),
+		"DATABASE_URL="+e.DBURL, "STRIPE_API_BASE="+e.SimURL,
+		"ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(apitest.EncryptionKey))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("reconcile --audit: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := strings.TrimSpace(stdout.String())
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	var sum struct {
+		Examined int            `json:"examined"`
+		Found    map[string]int `json:"found"`
+		New      int            `json:"new"`
+		Skipped  int            `json:"skipped"`
+	}
+	if err := dec.Decode(&sum); err != nil || dec.More() || strings.Contains(out, "\n") {
+		t.Fatalf("stdout is not exactly one JSON summary (%v):\n%s", err, out)
+	}
+	if sum.Examined != 1 || sum.New != 1 || !reflect.DeepEqual(sum.Found, map[string]int{"amount_refunded_mismatch": 1}) {
+		t.Fatalf("summary = %s", out)
+	}
+}

@@ -99,6 +99,8 @@ type Env struct {
 	Counter  *postgres.Counter
 	Accounts *account.Service
 	Payments *payment.Service
+	// Discrepancies is the first instance's audit.
+	Discrepancies *payment.Discrepancies
 
 	doc    *openapi3.T
 	router routers.Router
@@ -178,13 +180,21 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if e.Accounts == nil {
 		e.Accounts = accounts
 	}
+	dsc, err := payment.NewDiscrepancies(payment.DiscrepancyConfig{Payments: svc, Store: store, Accounts: accounts, Logger: log})
+	if err != nil {
+		t.Fatalf("discrepancies: %v", err)
+	}
+	if e.Discrepancies == nil {
+		e.Discrepancies = dsc
+	}
+	m.CountOpenDiscrepancies(dsc.CountOpen)
 	con, err := console.New(console.Config{Payments: svc, Accounts: accounts, Store: postgres.NewConsoleStore(db), Logger: log,
 		AdminToken: AdminToken, Now: e.Clock.Now})
 	if err != nil {
 		t.Fatalf("console: %v", err)
 	}
 	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken,
-		Console: con.Handler()})
+		Console: con.Handler(), Discrepancies: dsc})
 	if err != nil {
 		t.Fatalf("api: %v", err)
 	}

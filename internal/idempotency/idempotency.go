@@ -21,6 +21,8 @@ const (
 	OpPaymentsCancel  = "payments.cancel"
 	OpRefundsCreate   = "refunds.create"
 	OpAdminReplay     = "admin.replay"
+	// OpAdminResolve resolves a discrepancy (CONTRACT §14).
+	OpAdminResolve = "admin.discrepancy_resolve"
 )
 
 // MaxKeyLength is the longest key accepted.

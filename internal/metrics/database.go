@@ -29,8 +29,12 @@ type databaseGauges struct {
 	backlog  Backlog
 	started  time.Time
 
-	byStatus, unread, backlogAge, lastRefresh, age *prometheus.Desc
-	failures                                       prometheus.Counter
+	// openDiscrepancies is set by CountOpenDiscrepancies; nil leaves the
+	// gauge out.
+	openDiscrepancies func(ctx context.Context) (int64, error)
+
+	byStatus, unread, backlogAge, lastRefresh, age, discrepancies *prometheus.Desc
+	failures                                                      prometheus.Counter
 
 	mu        sync.Mutex
 	counts    map[string]int64 // nil until read
@@ -38,13 +42,17 @@ type databaseGauges struct {
 	queue     int64
 	queueAge  time.Duration
 	refreshed time.Time // last refresh in which every read succeeded
+	haveOpen  bool
+	open      int64
 }
 
 func newDatabaseGauges(statuses StatusCounter, backlog Backlog) *databaseGauges {
 	return &databaseGauges{
 		statuses: statuses, backlog: backlog, started: time.Now(),
-		byStatus:   prometheus.NewDesc("payments_by_status", "Payments by current status, as of the last database refresh.", []string{"status"}, nil),
-		unread:     prometheus.NewDesc("payments_events_backlog", "Events no consumer has fetched yet (after the last cursor passed back), as of the last database refresh.", nil, nil),
+		byStatus: prometheus.NewDesc("payments_by_status", "Payments by current status, as of the last database refresh.", []string{"status"}, nil),
+		unread:   prometheus.NewDesc("payments_events_backlog", "Events no consumer has fetched yet (after the last cursor passed back), as of the last database refresh.", nil, nil),
+		discrepancies: prometheus.NewDesc("payments_discrepancies_open",
+			"Open discrepancies between final payments and the provider (CONTRACT §14), as of the last database refresh.", nil, nil),
 		backlogAge: prometheus.NewDesc("payments_events_backlog_age_seconds", "Age of the oldest event no consumer has fetched yet, as of the last database refresh.", nil, nil),
 		lastRefresh: prometheus.NewDesc("payments_database_gauges_refreshed_timestamp_seconds",
 			"Unix time of the last refresh in which every database-derived gauge was read (0: none yet).", nil, nil),
@@ -60,6 +68,7 @@ func (g *databaseGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.byStatus
 	ch <- g.unread
 	ch <- g.backlogAge
+	ch <- g.discrepancies
 	ch <- g.lastRefresh
 	ch <- g.age
 	g.failures.Describe(ch)
@@ -77,6 +86,9 @@ func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
 	if g.haveQueue {
 		ch <- prometheus.MustNewConstMetric(g.unread, prometheus.GaugeValue, float64(g.queue))
 		ch <- prometheus.MustNewConstMetric(g.backlogAge, prometheus.GaugeValue, g.queueAge.Seconds())
+	}
+	if g.haveOpen {
+		ch <- prometheus.MustNewConstMetric(g.discrepancies, prometheus.GaugeValue, float64(g.open))
 	}
 	last, since := 0.0, g.started
 	if !g.refreshed.IsZero() {
@@ -110,6 +122,18 @@ func (g *databaseGauges) refresh(ctx context.Context) error {
 		}
 		errs = append(errs, err)
 	}
+	g.mu.Lock()
+	open := g.openDiscrepancies
+	g.mu.Unlock()
+	if open != nil {
+		n, err := open(ctx)
+		if err == nil {
+			g.mu.Lock()
+			g.haveOpen, g.open = true, n
+			g.mu.Unlock()
+		}
+		errs = append(errs, err)
+	}
 	err := errors.Join(errs...)
 	if err != nil {
 		g.failures.Inc()
@@ -119,6 +143,14 @@ func (g *databaseGauges) refresh(ctx context.Context) error {
 	g.refreshed = time.Now()
 	g.mu.Unlock()
 	return nil
+}
+
+// CountOpenDiscrepancies adds payments_discrepancies_open to the
+// database-derived gauges, read by count at every refresh.
+func (m *Metrics) CountOpenDiscrepancies(count func(ctx context.Context) (int64, error)) {
+	m.db.mu.Lock()
+	defer m.db.mu.Unlock()
+	m.db.openDiscrepancies = count
 }
 
 // RefreshDatabase reads the database-derived gauges now.

@@ -81,6 +81,14 @@ func CanTransition(from, to Status) bool {
 	return false
 }
 
+// CanAdopt reports whether an operator may move a payment to the state the
+// provider proves it is in, after the audit found the two apart: any
+// allowed transition, and also from one final status to another (a
+// payment we hold as canceled that the provider shows as paid).
+func CanAdopt(from, to Status) bool {
+	return CanTransition(from, to) || (from != to && from.Final() && to.Final())
+}
+
 // Operation names an operation at the provider; it is part of the derived
 // provider key.
 type Operation string
@@ -131,8 +139,10 @@ type Payment struct {
 	NextAction      *NextAction
 	ClientSecret    string
 	ActionExpiresAt *time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// Disputes the provider reported, oldest first (CONTRACT §14).
+	Disputes  []Dispute
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // AttemptStatus is the state of one provider call.
@@ -279,11 +289,13 @@ type view struct {
 	FailureCode       *string `json:"failure_code"`
 	FailureMessage    *string `json:"failure_message"`
 	// Null unless the payment waits for the customer (CONTRACT §3).
-	NextAction   *NextAction       `json:"next_action"`
-	ClientSecret *string           `json:"client_secret"`
-	Metadata     map[string]string `json:"metadata"`
-	CreatedAt    string            `json:"created_at"`
-	UpdatedAt    string            `json:"updated_at"`
+	NextAction   *NextAction `json:"next_action"`
+	ClientSecret *string     `json:"client_secret"`
+	// Always a list, so the shape is the same with or without disputes.
+	Disputes  []Dispute         `json:"disputes"`
+	Metadata  map[string]string `json:"metadata"`
+	CreatedAt string            `json:"created_at"`
+	UpdatedAt string            `json:"updated_at"`
 }
 
 // MarshalJSON renders the public payment object.
@@ -300,7 +312,7 @@ func (p *Payment) view() view {
 		ProviderPaymentID: nullable(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, FailureCode: nullable(p.FailureCode),
 		FailureMessage: nullable(p.FailureMessage), Metadata: md,
-		NextAction: p.NextAction, ClientSecret: nullable(p.ClientSecret),
+		NextAction: p.NextAction, ClientSecret: nullable(p.ClientSecret), Disputes: nonNilDisputes(p.Disputes),
 		CreatedAt: FormatTime(p.CreatedAt), UpdatedAt: FormatTime(p.UpdatedAt),
 	}
 }

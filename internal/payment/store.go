@@ -86,6 +86,8 @@ type Tx interface {
 	// payment is serialized by this lock.
 	PaymentLock(ctx context.Context, accountID, id string) (*Payment, error)
 	PaymentUpdate(ctx context.Context, p *Payment) error
+	// PaymentSetDisputes stores the payment's disputes and updated_at.
+	PaymentSetDisputes(ctx context.Context, p *Payment) error
 
 	AttemptInsert(ctx context.Context, a *Attempt) error
 	AttemptGet(ctx context.Context, id string) (*Attempt, error)

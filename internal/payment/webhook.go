@@ -77,6 +77,7 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 			return err
 		}
 		before := *p
+		disputed := false
 		switch {
 		case n.Intent != nil && !currentIntent(p, n.Intent):
 			// An event about an earlier attempt's intent (an ops replay has
@@ -94,6 +95,10 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 			}
 		case n.Intent != nil:
 			if err := s.applyIntent(ctx, tx, p, n, now); err != nil {
+				return err
+			}
+		case n.Kind == provider.EventDispute && n.Dispute != nil:
+			if disputed, err = s.applyDispute(ctx, tx, p, n, now); err != nil {
 				return err
 			}
 		case n.Kind == provider.EventRefunded:
@@ -117,7 +122,7 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 				}
 			}
 		}
-		if p.Status != before.Status || p.AmountRefunded != before.AmountRefunded {
+		if p.Status != before.Status || p.AmountRefunded != before.AmountRefunded || disputed {
 			outcome = DeliveryApplied
 		}
 		inserted, err := tx.DeliveryInsert(ctx, Delivery{AccountID: acct.ID, EventID: n.EventID, Type: n.Type,

@@ -160,6 +160,14 @@ func (t *paymentTx) PaymentUpdate(ctx context.Context, p *payment.Payment) error
 	return translate(err)
 }
 
+func (t *paymentTx) PaymentSetDisputes(ctx context.Context, p *payment.Payment) error {
+	b, err := payment.EncodeDisputes(p.Disputes)
+	if err != nil {
+		return err
+	}
+	return translate(t.q.PaymentSetDisputes(ctx, dbsqlc.PaymentSetDisputesParams{ID: p.ID, Disputes: b, Now: p.UpdatedAt}))
+}
+
 func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error {
 	_, err := t.q.AttemptInsert(ctx, dbsqlc.AttemptInsertParams{
 		ID: a.ID, AccountID: a.AccountID, PaymentID: a.PaymentID, OrderID: a.OrderID,
@@ -235,8 +243,13 @@ func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
 			return nil, err
 		}
 	}
+	disputes, err := payment.DecodeDisputes(r.Disputes)
+	if err != nil {
+		return nil, err
+	}
 	return &payment.Payment{
-		ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt),
+		Disputes: disputes,
+		ID:       r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt),
 		Amount: r.Amount, Currency: r.Currency, CaptureMethod: r.CaptureMethod,
 		PaymentMethod: r.PaymentMethod, CustomerID: r.CustomerID, Description: r.Description,
 		Metadata: md, Status: payment.Status(r.Status), ProviderPaymentID: deref(r.ProviderPaymentID),

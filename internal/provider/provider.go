@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Outcome classifies a provider answer. When an answer cannot be classified
@@ -265,6 +266,8 @@ type Provider interface {
 	SearchIntentByPaymentID(ctx context.Context, c Credentials, paymentID string) (*Intent, error)
 	// ListRefunds returns every refund of an intent, with its metadata.
 	ListRefunds(ctx context.Context, c Credentials, intentID string) ([]Refund, error)
+	// ListDisputes returns every dispute of an intent's charges.
+	ListDisputes(ctx context.Context, c Credentials, intentID string) ([]Dispute, error)
 	// Retries is how often the adapter's client may re-send one call on
 	// its own; the service keeps every re-send inside the key's window.
 	Retries() int
@@ -281,6 +284,9 @@ const (
 	EventIntentFailed EventKind = "intent_failed"
 	// EventRefunded: the refunded total of a payment changed.
 	EventRefunded EventKind = "refunded"
+	// EventDispute: a dispute of a payment was opened, changed or closed;
+	// Dispute carries it.
+	EventDispute EventKind = "dispute"
 	// EventOther: an event the service does not act on.
 	EventOther EventKind = "other"
 )
@@ -299,6 +305,22 @@ type Event struct {
 	AmountRefunded int64
 	FailureCode    string
 	FailureMessage string
+	// Dispute is the dispute an EventDispute carries.
+	Dispute *Dispute
+}
+
+// Dispute is a customer's dispute (chargeback) of a payment. Status is the
+// provider's own word (warning_needs_response, needs_response,
+// under_review, won, lost, …); Closed says whether it is settled.
+type Dispute struct {
+	ID       string
+	IntentID string
+	Amount   int64
+	Reason   string
+	Status   string
+	Closed   bool
+	// EvidenceDueBy is zero when no evidence can be submitted.
+	EvidenceDueBy time.Time
 }
 
 // ErrSignature means an event was not signed with the account's secret, or

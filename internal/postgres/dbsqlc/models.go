@@ -58,6 +58,21 @@ type AuditLog struct {
 	Details   []byte
 }
 
+type Discrepancy struct {
+	ID            string
+	AccountID     string
+	PaymentID     string
+	Kind          string
+	Ours          []byte
+	Theirs        []byte
+	Status        string
+	FirstSeenAt   time.Time
+	LastCheckedAt time.Time
+	ResolvedAt    *time.Time
+	ResolvedBy    *string
+	Resolution    *string
+}
+
 type EncryptionCanary struct {
 	ID         bool
 	Ciphertext []byte
@@ -118,6 +133,7 @@ type Payment struct {
 	NextAction             []byte
 	ClientSecret           *string
 	ActionExpiresAt        *time.Time
+	Disputes               []byte
 }
 
 type PaymentStatusCount struct {

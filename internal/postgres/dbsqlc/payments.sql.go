@@ -47,7 +47,7 @@ func (q *Queries) PaymentCountByStatus(ctx context.Context) ([]PaymentCountBySta
 }
 
 const paymentGetAnyAccount = `-- name: PaymentGetAnyAccount :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments WHERE id = $1
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments WHERE id = $1
 `
 
 func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment, error) {
@@ -79,12 +79,13 @@ func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment,
 		&i.NextAction,
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
+		&i.Disputes,
 	)
 	return i, err
 }
 
 const paymentGetByID = `-- name: PaymentGetByID :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments WHERE account_id = $1 AND id = $2
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments WHERE account_id = $1 AND id = $2
 `
 
 type PaymentGetByIDParams struct {
@@ -121,12 +122,13 @@ func (q *Queries) PaymentGetByID(ctx context.Context, arg PaymentGetByIDParams) 
 		&i.NextAction,
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
+		&i.Disputes,
 	)
 	return i, err
 }
 
 const paymentGetByIDForUpdate = `-- name: PaymentGetByIDForUpdate :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments WHERE account_id = $1 AND id = $2 FOR UPDATE
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments WHERE account_id = $1 AND id = $2 FOR UPDATE
 `
 
 type PaymentGetByIDForUpdateParams struct {
@@ -165,12 +167,13 @@ func (q *Queries) PaymentGetByIDForUpdate(ctx context.Context, arg PaymentGetByI
 		&i.NextAction,
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
+		&i.Disputes,
 	)
 	return i, err
 }
 
 const paymentGetByProviderID = `-- name: PaymentGetByProviderID :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments
 WHERE account_id = $1 AND provider_payment_id = $2
 ORDER BY created_at DESC
 LIMIT 1
@@ -210,12 +213,13 @@ func (q *Queries) PaymentGetByProviderID(ctx context.Context, arg PaymentGetByPr
 		&i.NextAction,
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
+		&i.Disputes,
 	)
 	return i, err
 }
 
 const paymentGetLiveByOrder = `-- name: PaymentGetLiveByOrder :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments
 WHERE account_id = $1 AND order_id = $2
   AND status IN ('processing', 'unknown', 'requires_action', 'pending', 'authorized', 'captured')
 `
@@ -254,6 +258,7 @@ func (q *Queries) PaymentGetLiveByOrder(ctx context.Context, arg PaymentGetLiveB
 		&i.NextAction,
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
+		&i.Disputes,
 	)
 	return i, err
 }
@@ -263,7 +268,7 @@ INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, captu
                       customer_id, description, metadata, method_options, status, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $11, $12, $13, $14, $14)
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at
+RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes
 `
 
 type PaymentInsertParams struct {
@@ -327,12 +332,13 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (P
 		&i.NextAction,
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
+		&i.Disputes,
 	)
 	return i, err
 }
 
 const paymentListByOrder = `-- name: PaymentListByOrder :many
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments
 WHERE account_id = $1 AND order_id = $2
 ORDER BY created_at, attempt
 LIMIT $3
@@ -379,6 +385,76 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 			&i.NextAction,
 			&i.ClientSecret,
 			&i.ActionExpiresAt,
+			&i.Disputes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const paymentListFinalChanged = `-- name: PaymentListFinalChanged :many
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments
+WHERE status IN ('authorized', 'captured', 'declined', 'failed', 'canceled')
+  AND updated_at >= $1
+  AND ($2::text = '' OR (updated_at, id) > ($3::timestamptz, $2::text))
+ORDER BY updated_at, id
+LIMIT $4
+`
+
+type PaymentListFinalChangedParams struct {
+	Since   time.Time
+	AfterID string
+	AfterAt time.Time
+	MaxRows int32
+}
+
+// The audit's page of final payments changed since a time, by (updated_at, id).
+func (q *Queries) PaymentListFinalChanged(ctx context.Context, arg PaymentListFinalChangedParams) ([]Payment, error) {
+	rows, err := q.db.Query(ctx, paymentListFinalChanged,
+		arg.Since,
+		arg.AfterID,
+		arg.AfterAt,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Payment
+	for rows.Next() {
+		var i Payment
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.OrderID,
+			&i.Attempt,
+			&i.Amount,
+			&i.Currency,
+			&i.CaptureMethod,
+			&i.PaymentMethod,
+			&i.CustomerID,
+			&i.Description,
+			&i.Metadata,
+			&i.Status,
+			&i.Provider,
+			&i.ProviderPaymentID,
+			&i.AmountCaptured,
+			&i.AmountRefunded,
+			&i.FailureCode,
+			&i.FailureMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.ProviderAmountRefunded,
+			&i.MethodOptions,
+			&i.NextAction,
+			&i.ClientSecret,
+			&i.ActionExpiresAt,
+			&i.Disputes,
 		); err != nil {
 			return nil, err
 		}
@@ -391,7 +467,7 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 }
 
 const paymentListStuck = `-- name: PaymentListStuck :many
-SELECT p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded, p.method_options, p.next_action, p.client_secret, p.action_expires_at,
+SELECT p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded, p.method_options, p.next_action, p.client_secret, p.action_expires_at, p.disputes,
        EXISTS (SELECT 1 FROM attempts a
                WHERE a.payment_id = p.id AND a.status IN ('processing', 'unknown')
                  AND a.created_at < $1)::boolean AS needs_attention
@@ -463,6 +539,7 @@ func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckPara
 			&i.Payment.NextAction,
 			&i.Payment.ClientSecret,
 			&i.Payment.ActionExpiresAt,
+			&i.Payment.Disputes,
 			&i.NeedsAttention,
 		); err != nil {
 			return nil, err
@@ -473,6 +550,21 @@ func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckPara
 		return nil, err
 	}
 	return items, nil
+}
+
+const paymentSetDisputes = `-- name: PaymentSetDisputes :exec
+UPDATE payments SET disputes = $1, updated_at = $2 WHERE id = $3
+`
+
+type PaymentSetDisputesParams struct {
+	Disputes []byte
+	Now      time.Time
+	ID       string
+}
+
+func (q *Queries) PaymentSetDisputes(ctx context.Context, arg PaymentSetDisputesParams) error {
+	_, err := q.db.Exec(ctx, paymentSetDisputes, arg.Disputes, arg.Now, arg.ID)
+	return err
 }
 
 const paymentStatusCountsFold = `-- name: PaymentStatusCountsFold :exec
@@ -503,7 +595,7 @@ SET status = $1, attempt = $2, provider_payment_id = $3,
     next_action = $9, client_secret = $10, action_expires_at = $11,
     updated_at = $12
 WHERE id = $13
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at
+RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes
 `
 
 type PaymentUpdateStateParams struct {
@@ -565,6 +657,7 @@ func (q *Queries) PaymentUpdateState(ctx context.Context, arg PaymentUpdateState
 		&i.NextAction,
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
+		&i.Disputes,
 	)
 	return i, err
 }

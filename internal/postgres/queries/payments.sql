@@ -80,3 +80,15 @@ SELECT * FROM payments
 WHERE account_id = @account_id AND provider_payment_id = @provider_payment_id
 ORDER BY created_at DESC
 LIMIT 1;
+
+-- The audit's page of final payments changed since a time, by (updated_at, id).
+-- name: PaymentListFinalChanged :many
+SELECT * FROM payments
+WHERE status IN ('authorized', 'captured', 'declined', 'failed', 'canceled')
+  AND updated_at >= @since
+  AND (@after_id::text = '' OR (updated_at, id) > (@after_at::timestamptz, @after_id::text))
+ORDER BY updated_at, id
+LIMIT @max_rows;
+
+-- name: PaymentSetDisputes :exec
+UPDATE payments SET disputes = @disputes, updated_at = @now WHERE id = @id;

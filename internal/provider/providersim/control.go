@@ -48,6 +48,12 @@ type randomFaultsJSON struct {
 //	POST   /_sim/intents/{id}/fail    fail 3-D Secure (or a processing Boleto)
 //	POST   /_sim/intents/{id}/expire  expire a waiting Pix or Boleto now
 //	POST   /_sim/intents/{id}/processing  a waiting Boleto (or Pix) to processing
+//	POST   /_sim/intents/{id}/dashboard-refund {"amount"}: a refund made outside the API (charge.refunded)
+//	POST   /_sim/intents/{id}/dispute     {"amount","reason"} -> dispute (charge.dispute.created)
+//	POST   /_sim/disputes/{id}/update     {"status"} (charge.dispute.updated)
+//	POST   /_sim/disputes/{id}/close      {"status":"won"|"lost"} (charge.dispute.closed)
+//	POST   /_sim/intents/{id}/pay-behind  charge a canceled or declined intent in full
+//	POST   /_sim/intents/{id}/amount-received {"amount"}: show another captured amount
 //	POST   /_sim/webhook_endpoints    {"secret_key","url","secret"} (url "": remove)
 //	GET    /_sim/events?secret_key=   the key's events, as delivered
 //	POST   /_sim/events/{id}/redeliver
@@ -63,6 +69,7 @@ type randomFaultsJSON struct {
 func (s *Server) controlRoutes(m *http.ServeMux) {
 	s.webhookRoutes(m)
 	s.hostedRoutes(m)
+	s.disputeRoutes(m)
 	m.HandleFunc("GET /_sim/stats", func(w http.ResponseWriter, r *http.Request) {
 		total, byKey := s.allStats()
 		writeJSON(w, http.StatusOK, struct {

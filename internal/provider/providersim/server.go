@@ -1,7 +1,7 @@
 // Package providersim is a stateful simulator of the part of the Stripe API
 // that the payment service uses through stripe-go: PaymentIntents (create and
 // confirm, retrieve, capture, cancel, search) and refunds (create, retrieve,
-// list).
+// list), and disputes (list).
 //
 // Payments that wait for the customer work as at Stripe: the test cards
 // pm_card_threeDSecure2Required and pm_card_authenticationRequired answer
@@ -59,9 +59,12 @@
 //     and can then be canceled but never paid. A Boleto in processing does
 //     not expire. Pix and Boleto codes are made up (the Pix code has the BR
 //     Code layout and CRC), and a Boleto is due at 23:59:59 São Paulo time.
-//   - Events: only PaymentIntent events (payment_intent.requires_action,
+//   - Events: PaymentIntent events (payment_intent.requires_action,
 //     .processing, .succeeded, .amount_capturable_updated, .payment_failed,
-//     .canceled); no payment_intent.created, charge.* or refund events.
+//     .canceled), and charge.refunded and charge.dispute.created, .updated
+//     and .closed only for what the control calls plant (DashboardRefund,
+//     OpenDispute, UpdateDispute, CloseDispute); no payment_intent.created
+//     and no event for refunds made through the API.
 //     Refunds succeed at once, never pending or failed. Events carry
 //     api_version EventAPIVersion (stripe-go v76's) and created by the
 //     simulator's clock, but are signed with the wall clock so that
@@ -187,7 +190,8 @@ type account struct {
 	waiting     map[string]*intentRecord // Pix and Boleto intents that can still expire
 	order       []*intentRecord          // creation order
 	refunds     map[string]*refund
-	refundOrder []*refund // refunds in creation order
+	refundOrder []*refund  // refunds in creation order
+	disputes    []*dispute // in creation order
 	keys        map[string]*idemEntry
 	swept       time.Time
 	stats       Stats
@@ -219,6 +223,7 @@ func New(opts Options) *Server {
 	m.Handle("POST /v1/refunds", s.endpoint("refund", (*Server).createRefund))
 	m.Handle("GET /v1/refunds", s.endpoint("list_refunds", (*Server).listRefunds))
 	m.Handle("GET /v1/refunds/{id}", s.endpoint("retrieve_refund", (*Server).getRefund))
+	m.Handle("GET /v1/disputes", s.endpoint("list_disputes", (*Server).listDisputes))
 	m.Handle("/", s.endpoint("", nil))
 	s.controlRoutes(m)
 	s.mux = m

@@ -72,7 +72,7 @@ type eventJSON struct {
 	APIVersion string `json:"api_version"`
 	Created    int64  `json:"created"`
 	Data       struct {
-		Object *intentJSON `json:"object"`
+		Object any `json:"object"` // a payment_intent, charge or dispute
 	} `json:"data"`
 	Livemode        bool `json:"livemode"`
 	PendingWebhooks int  `json:"pending_webhooks"`
@@ -86,9 +86,15 @@ type eventJSON struct {
 // emit records the event of an intent's transition, with the intent as it
 // is now, and queues it for the secret key's webhook endpoint. Requires s.mu.
 func (s *Server) emit(a *account, typ string, pi *intentRecord, now time.Time) {
+	s.emitObject(a, typ, pi, pi.wire(), now)
+}
+
+// emitObject records and queues an event about an intent whose data.object
+// is obj (the intent, its charge or a dispute). Requires s.mu.
+func (s *Server) emitObject(a *account, typ string, pi *intentRecord, obj any, now time.Time) {
 	ep, registered := s.hooks.endpoints[a.key]
 	ej := eventJSON{ID: newID("evt_", 24), Object: "event", APIVersion: EventAPIVersion, Created: now.Unix(), Type: typ}
-	ej.Data.Object = pi.wire()
+	ej.Data.Object = obj
 	if registered {
 		ej.PendingWebhooks = 1
 	}

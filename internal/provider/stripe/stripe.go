@@ -492,3 +492,46 @@ func countSends(ctx context.Context) (context.Context, *sendCount) {
 		GotConn: func(httptrace.GotConnInfo) { c.n.Add(1) },
 	}), c
 }
+
+// ListDisputes lists every dispute of a PaymentIntent's charges.
+func (p *Provider) ListDisputes(ctx context.Context, c provider.Credentials, intentID string) ([]provider.Dispute, error) {
+	if c.SecretKey == "" {
+		return nil, errors.New("stripe: no secret key")
+	}
+	if intentID == "" {
+		return nil, provider.ErrNotFound
+	}
+	params := &stripego.DisputeListParams{PaymentIntent: stripego.String(intentID)}
+	params.Limit = stripego.Int64(100)
+	params.Context = ctx
+	it := p.client(c.SecretKey).Disputes.List(params)
+	var out []provider.Dispute
+	for it.Next() {
+		out = append(out, toDispute(it.Dispute()))
+	}
+	if err := it.Err(); err != nil {
+		var se *stripego.Error
+		if errors.As(err, &se) && se.HTTPStatusCode == http.StatusNotFound && se.Code == stripego.ErrorCodeResourceMissing {
+			return nil, provider.ErrNotFound
+		}
+		return nil, fmt.Errorf("stripe: list disputes: %w", loggable(err))
+	}
+	return out, nil
+}
+
+// closedDisputes are the statuses of a settled dispute.
+var closedDisputes = map[stripego.DisputeStatus]bool{
+	stripego.DisputeStatusWon: true, stripego.DisputeStatusLost: true, stripego.DisputeStatusWarningClosed: true,
+}
+
+func toDispute(d *stripego.Dispute) provider.Dispute {
+	out := provider.Dispute{ID: d.ID, Amount: d.Amount, Reason: string(d.Reason), Status: string(d.Status),
+		Closed: closedDisputes[d.Status]}
+	if d.PaymentIntent != nil {
+		out.IntentID = d.PaymentIntent.ID
+	}
+	if d.EvidenceDetails != nil && d.EvidenceDetails.DueBy > 0 {
+		out.EvidenceDueBy = time.Unix(d.EvidenceDetails.DueBy, 0).UTC()
+	}
+	return out
+}

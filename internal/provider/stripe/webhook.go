@@ -23,6 +23,9 @@ var eventKinds = map[string]provider.EventKind{
 	"payment_intent.processing":                provider.EventIntent,
 	"payment_intent.requires_action":           provider.EventIntent,
 	"charge.refunded":                          provider.EventRefunded,
+	"charge.dispute.created":                   provider.EventDispute,
+	"charge.dispute.updated":                   provider.EventDispute,
+	"charge.dispute.closed":                    provider.EventDispute,
 }
 
 // ParseEvent verifies a Stripe-Signature with the account's webhook secret
@@ -67,6 +70,15 @@ func ParseEvent(payload []byte, signature, secret string) (provider.Event, error
 			n.IntentID = ch.PaymentIntent.ID
 		}
 		n.AmountRefunded = ch.AmountRefunded
+		return n, nil
+	}
+	if kind == provider.EventDispute {
+		var d stripego.Dispute
+		if err := json.Unmarshal(ev.Data.Raw, &d); err != nil {
+			return n, fmt.Errorf("stripe: decode dispute: %w", err)
+		}
+		dp := toDispute(&d)
+		n.Dispute, n.IntentID = &dp, dp.IntentID
 		return n, nil
 	}
 	var pi stripego.PaymentIntent
