@@ -27,9 +27,10 @@ const refreshTimeout = 5 * time.Second
 type databaseGauges struct {
 	statuses StatusCounter
 	backlog  Backlog
+	lag      FeedLag
 	started  time.Time
 
-	byStatus, unread, backlogAge, lastRefresh, age *prometheus.Desc
+	byStatus, unread, backlogAge, feedLag, lastRefresh, age *prometheus.Desc
 	failures                                       prometheus.Counter
 
 	mu        sync.Mutex
@@ -37,15 +38,19 @@ type databaseGauges struct {
 	haveQueue bool
 	queue     int64
 	queueAge  time.Duration
+	haveLag   bool
+	lagNow    time.Duration
 	refreshed time.Time // last refresh in which every read succeeded
 }
 
-func newDatabaseGauges(statuses StatusCounter, backlog Backlog) *databaseGauges {
+func newDatabaseGauges(statuses StatusCounter, backlog Backlog, lag FeedLag) *databaseGauges {
 	return &databaseGauges{
-		statuses: statuses, backlog: backlog, started: time.Now(),
+		statuses: statuses, backlog: backlog, lag: lag, started: time.Now(),
 		byStatus:   prometheus.NewDesc("payments_by_status", "Payments by current status, as of the last database refresh.", []string{"status"}, nil),
 		unread:     prometheus.NewDesc("payments_events_backlog", "Events no consumer has fetched yet (after the last cursor passed back), as of the last database refresh.", nil, nil),
 		backlogAge: prometheus.NewDesc("payments_events_backlog_age_seconds", "Age of the oldest event no consumer has fetched yet, as of the last database refresh.", nil, nil),
+		feedLag: prometheus.NewDesc("payments_events_feed_lag_seconds",
+			"How long the events feed may lag commits: age of the oldest transaction holding its horizon back, as of the last database refresh.", nil, nil),
 		lastRefresh: prometheus.NewDesc("payments_database_gauges_refreshed_timestamp_seconds",
 			"Unix time of the last refresh in which every database-derived gauge was read (0: none yet).", nil, nil),
 		age: prometheus.NewDesc("payments_database_gauges_age_seconds",
@@ -60,6 +65,7 @@ func (g *databaseGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.byStatus
 	ch <- g.unread
 	ch <- g.backlogAge
+	ch <- g.feedLag
 	ch <- g.lastRefresh
 	ch <- g.age
 	g.failures.Describe(ch)
@@ -77,6 +83,9 @@ func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
 	if g.haveQueue {
 		ch <- prometheus.MustNewConstMetric(g.unread, prometheus.GaugeValue, float64(g.queue))
 		ch <- prometheus.MustNewConstMetric(g.backlogAge, prometheus.GaugeValue, g.queueAge.Seconds())
+	}
+	if g.haveLag {
+		ch <- prometheus.MustNewConstMetric(g.feedLag, prometheus.GaugeValue, g.lagNow.Seconds())
 	}
 	last, since := 0.0, g.started
 	if !g.refreshed.IsZero() {
@@ -106,6 +115,15 @@ func (g *databaseGauges) refresh(ctx context.Context) error {
 		if err == nil {
 			g.mu.Lock()
 			g.haveQueue, g.queue, g.queueAge = true, n, age
+			g.mu.Unlock()
+		}
+		errs = append(errs, err)
+	}
+	if g.lag != nil {
+		lag, err := g.lag(ctx)
+		if err == nil {
+			g.mu.Lock()
+			g.haveLag, g.lagNow = true, lag
 			g.mu.Unlock()
 		}
 		errs = append(errs, err)
