@@ -31,7 +31,7 @@ type databaseGauges struct {
 	started  time.Time
 
 	byStatus, unread, backlogAge, feedLag, lastRefresh, age *prometheus.Desc
-	failures                                       prometheus.Counter
+	failures                                                prometheus.Counter
 
 	mu        sync.Mutex
 	counts    map[string]int64 // nil until read
