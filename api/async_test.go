@@ -44,6 +44,7 @@ func (w asyncEnv) get(t *testing.T, id string) map[string]any {
 // eventTypes lists the types of the account's events about one payment.
 func (w asyncEnv) eventTypes(t *testing.T, id string) []string {
 	t.Helper()
+	w.FeedCaughtUp(t)
 	r := w.api(apitest.Request{Method: http.MethodGet, Path: "/v1/events?limit=100"})
 	wantStatus(t, r, http.StatusOK)
 	var out []string

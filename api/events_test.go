@@ -72,9 +72,10 @@ func decodePage(t testing.TB, r *apitest.Response) feedPage {
 }
 
 // eventsPage reads one page of an account's feed (bearer "" is the Env's
-// own account).
+// own account), once the feed serves every event committed before the call.
 func eventsPage(t testing.TB, e *apitest.Env, bearer, after string, limit int) feedPage {
 	t.Helper()
+	e.FeedCaughtUp(t)
 	return decodePage(t, e.Do(apitest.Request{Method: http.MethodGet, Path: eventsPath(after, limit), Bearer: bearer}))
 }
 
@@ -257,7 +258,8 @@ func TestEvents(t *testing.T) {
 
 	// Writers create payments (half manual, half automatic capture) while
 	// a reader polls with its cursor in small pages; it stops at the first
-	// empty page read after every writer finished. It sees every event
+	// empty page read after every writer finished and the feed caught up
+	// with their commits. It sees every event
 	// once, each payment's in order.
 	concurrentFeed := func(t *testing.T, e *apitest.Env, writers int, whileHeld func(poll func() []feedEvent)) {
 		t.Helper()
@@ -317,6 +319,10 @@ func TestEvents(t *testing.T) {
 		}
 		for {
 			finished := done.Load()
+			if finished {
+				// The writers' last commits may still be above the horizon.
+				e.FeedCaughtUp(t)
+			}
 			if got := poll(); finished && len(got) == 0 {
 				break
 			}

@@ -29,7 +29,7 @@ import (
 func routes(t *testing.T, e *apitest.Env) map[string][]string {
 	t.Helper()
 	srv, err := api.New(api.Config{Payments: e.Payments, Accounts: e.Accounts, Ready: e.DB,
-		Metrics: metrics.New(nil, nil), Logger: e.Logger(), Discrepancies: e.Discrepancies})
+		Metrics: metrics.New(nil, nil, nil), Logger: e.Logger(), Discrepancies: e.Discrepancies})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestClientDisconnect(t *testing.T) {
 	// An instance of its own, so that its logs and metrics are this test's
 	// alone and closing it waits for its handlers to finish.
 	logs := &apitest.SyncBuffer{}
-	m := metrics.New(nil, nil)
+	m := metrics.New(nil, nil, nil)
 	srv, err := api.New(api.Config{Payments: e.Payments, Accounts: e.Accounts, Ready: e.DB, Metrics: m,
 		Logger: logging.New(logs, slog.LevelDebug), Discrepancies: e.Discrepancies})
 	if err != nil {

@@ -153,7 +153,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	store := postgres.NewPaymentStore(db)
 	m := metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
 		return store.EventBacklog(ctx, e.Clock.Now())
-	})
+	}, store.EventFeedLag)
 	log := e.Logger()
 	var prov provider.Provider = stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log})
 	if e.Opts.WrapProvider != nil {

@@ -27,33 +27,38 @@ const refreshTimeout = 5 * time.Second
 type databaseGauges struct {
 	statuses StatusCounter
 	backlog  Backlog
+	lag      FeedLag
 	started  time.Time
 
 	// openDiscrepancies is set by CountOpenDiscrepancies; nil leaves the
 	// gauge out.
 	openDiscrepancies func(ctx context.Context) (int64, error)
 
-	byStatus, unread, backlogAge, lastRefresh, age, discrepancies *prometheus.Desc
-	failures                                                      prometheus.Counter
+	byStatus, unread, backlogAge, feedLag, lastRefresh, age, discrepancies *prometheus.Desc
+	failures                                                               prometheus.Counter
 
 	mu        sync.Mutex
 	counts    map[string]int64 // nil until read
 	haveQueue bool
 	queue     int64
 	queueAge  time.Duration
+	haveLag   bool
+	lagNow    time.Duration
 	refreshed time.Time // last refresh in which every read succeeded
 	haveOpen  bool
 	open      int64
 }
 
-func newDatabaseGauges(statuses StatusCounter, backlog Backlog) *databaseGauges {
+func newDatabaseGauges(statuses StatusCounter, backlog Backlog, lag FeedLag) *databaseGauges {
 	return &databaseGauges{
-		statuses: statuses, backlog: backlog, started: time.Now(),
+		statuses: statuses, backlog: backlog, lag: lag, started: time.Now(),
 		byStatus: prometheus.NewDesc("payments_by_status", "Payments by current status, as of the last database refresh.", []string{"status"}, nil),
 		unread:   prometheus.NewDesc("payments_events_backlog", "Events no consumer has fetched yet (after the last cursor passed back), as of the last database refresh.", nil, nil),
 		discrepancies: prometheus.NewDesc("payments_discrepancies_open",
 			"Open discrepancies between final payments and the provider (CONTRACT §14), as of the last database refresh.", nil, nil),
 		backlogAge: prometheus.NewDesc("payments_events_backlog_age_seconds", "Age of the oldest event no consumer has fetched yet, as of the last database refresh.", nil, nil),
+		feedLag: prometheus.NewDesc("payments_events_feed_lag_seconds",
+			"How long the events feed may lag commits: age of the oldest transaction holding its horizon back, as of the last database refresh.", nil, nil),
 		lastRefresh: prometheus.NewDesc("payments_database_gauges_refreshed_timestamp_seconds",
 			"Unix time of the last refresh in which every database-derived gauge was read (0: none yet).", nil, nil),
 		age: prometheus.NewDesc("payments_database_gauges_age_seconds",
@@ -69,6 +74,7 @@ func (g *databaseGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.unread
 	ch <- g.backlogAge
 	ch <- g.discrepancies
+	ch <- g.feedLag
 	ch <- g.lastRefresh
 	ch <- g.age
 	g.failures.Describe(ch)
@@ -89,6 +95,9 @@ func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	if g.haveOpen {
 		ch <- prometheus.MustNewConstMetric(g.discrepancies, prometheus.GaugeValue, float64(g.open))
+	}
+	if g.haveLag {
+		ch <- prometheus.MustNewConstMetric(g.feedLag, prometheus.GaugeValue, g.lagNow.Seconds())
 	}
 	last, since := 0.0, g.started
 	if !g.refreshed.IsZero() {
@@ -118,6 +127,15 @@ func (g *databaseGauges) refresh(ctx context.Context) error {
 		if err == nil {
 			g.mu.Lock()
 			g.haveQueue, g.queue, g.queueAge = true, n, age
+			g.mu.Unlock()
+		}
+		errs = append(errs, err)
+	}
+	if g.lag != nil {
+		lag, err := g.lag(ctx)
+		if err == nil {
+			g.mu.Lock()
+			g.haveLag, g.lagNow = true, lag
 			g.mu.Unlock()
 		}
 		errs = append(errs, err)

@@ -20,6 +20,10 @@ type StatusCounter func(ctx context.Context) (map[string]int64, error)
 // the oldest; RefreshDatabase reads it.
 type Backlog func(ctx context.Context) (unread int64, oldest time.Duration, err error)
 
+// FeedLag reports how long the events feed may lag commits: the age of the
+// oldest transaction holding its horizon back; RefreshDatabase reads it.
+type FeedLag func(ctx context.Context) (time.Duration, error)
+
 // Metrics implements payment.Metrics and the HTTP instrumentation.
 type Metrics struct {
 	Registry    *prometheus.Registry
@@ -40,10 +44,10 @@ type Metrics struct {
 
 var _ payment.Metrics = (*Metrics)(nil)
 
-// New registers every collector on a fresh registry. statuses and backlog
-// may be nil; they are read by RefreshDatabase, never by a scrape, so
+// New registers every collector on a fresh registry. statuses, backlog and
+// lag may be nil; they are read by RefreshDatabase, never by a scrape, so
 // /metrics answers whatever state the database is in.
-func New(statuses StatusCounter, backlog Backlog) *Metrics {
+func New(statuses StatusCounter, backlog Backlog, lag FeedLag) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -91,7 +95,7 @@ func New(statuses StatusCounter, backlog Backlog) *Metrics {
 		m.reconRuns, m.reconSeen, m.reconLeft, m.reconAlert, m.reconDone, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initKnownSeries()
-	m.db = newDatabaseGauges(statuses, backlog)
+	m.db = newDatabaseGauges(statuses, backlog, lag)
 	m.Registry.MustRegister(m.db)
 	return m
 }

@@ -188,8 +188,7 @@ func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) 
 	var resp idempotency.Response
 	err := s.settle(ctx, w.attempt, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
-		// Lock order everywhere: key, then payment, then the account's
-		// event sequence.
+		// Lock order everywhere: key, then payment.
 		rec, err := tx.KeyLock(ctx, w.scope)
 		if err != nil {
 			return err

@@ -47,9 +47,10 @@ type Store interface {
 	RefundByAttempt(ctx context.Context, attemptID string) (*Refund, error)
 	PaymentByProviderID(ctx context.Context, accountID, providerPaymentID string) (*Payment, error)
 	// EventsRead records the cursor an account's consumer passed back.
-	EventsRead(ctx context.Context, accountID string, seq int64) error
-	// EventsAfter reads an account's events after a position, in commit order.
-	EventsAfter(ctx context.Context, accountID string, afterSeq int64, limit int) ([]FeedEvent, error)
+	EventsRead(ctx context.Context, accountID string, pos FeedPosition) error
+	// EventsAfter reads an account's events after a position, in (xid, seq)
+	// order, below the horizon of running transactions.
+	EventsAfter(ctx context.Context, accountID string, after FeedPosition, limit int) ([]FeedEvent, error)
 }
 
 // Reservation is a new key record, written in progress with a lease.

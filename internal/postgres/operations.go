@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
@@ -185,15 +187,21 @@ func attemptsFromRows(rows []dbsqlc.Attempt) []*payment.Attempt {
 	return out
 }
 
-// EventsAfter reads an account's events after a position, in commit order.
-func (s *PaymentStore) EventsAfter(ctx context.Context, accountID string, afterSeq int64, limit int) ([]payment.FeedEvent, error) {
-	rows, err := s.db.q.EventListAfter(ctx, dbsqlc.EventListAfterParams{AccountID: accountID, AfterSeq: afterSeq, MaxRows: int32(limit)})
+// EventsAfter reads an account's events after a position, in (xid, seq)
+// order, below the horizon of running transactions.
+func (s *PaymentStore) EventsAfter(ctx context.Context, accountID string, after payment.FeedPosition, limit int) ([]payment.FeedEvent, error) {
+	rows, err := s.db.q.EventListAfter(ctx, dbsqlc.EventListAfterParams{AccountID: accountID,
+		AfterXid: strconv.FormatUint(after.Xid, 10), AfterSeq: after.Seq, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err)
 	}
 	out := make([]payment.FeedEvent, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, payment.FeedEvent{Seq: r.Seq, Payload: r.Payload})
+		x, err := strconv.ParseUint(r.Xid, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: event xid %q: %w", r.Xid, err)
+		}
+		out = append(out, payment.FeedEvent{Position: payment.FeedPosition{Xid: x, Seq: r.Seq}, Payload: r.Payload})
 	}
 	return out, nil
 }
@@ -217,8 +225,9 @@ func (t *paymentTx) DeliveryInsert(ctx context.Context, d payment.Delivery) (boo
 }
 
 // EventsRead records the cursor an account's consumer passed back.
-func (s *PaymentStore) EventsRead(ctx context.Context, accountID string, seq int64) error {
-	return translate(s.db.q.AccountEventsRead(ctx, dbsqlc.AccountEventsReadParams{ID: accountID, Seq: seq}))
+func (s *PaymentStore) EventsRead(ctx context.Context, accountID string, pos payment.FeedPosition) error {
+	return translate(s.db.q.AccountEventsRead(ctx, dbsqlc.AccountEventsReadParams{ID: accountID,
+		Xid: strconv.FormatUint(pos.Xid, 10), Seq: pos.Seq}))
 }
 
 // EventBacklog counts events no consumer has fetched yet and the age of the
@@ -229,4 +238,25 @@ func (s *PaymentStore) EventBacklog(ctx context.Context, now time.Time) (int64, 
 		return 0, 0, translate(err)
 	}
 	return r.Unread, time.Duration(r.OldestAgeSeconds * float64(time.Second)), nil
+}
+
+// feedLagSQL is the age of the oldest transaction with an xid, running or
+// prepared, in the whole cluster: the feed serves nothing it or any later
+// transaction wrote until it ends. Not in sqlc, which does not know the
+// system views.
+const feedLagSQL = `SELECT COALESCE(EXTRACT(EPOCH FROM (clock_timestamp() - MIN(started))), 0)::float8
+FROM (
+    SELECT xact_start AS started FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND xact_start IS NOT NULL
+    UNION ALL
+    SELECT prepared FROM pg_prepared_xacts
+) running`
+
+// EventFeedLag is how long the events feed may lag commits right now: the
+// age of the oldest transaction that holds its horizon back.
+func (s *PaymentStore) EventFeedLag(ctx context.Context) (time.Duration, error) {
+	var secs float64
+	if err := s.db.Pool.QueryRow(ctx, feedLagSQL).Scan(&secs); err != nil {
+		return 0, translate(err)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }

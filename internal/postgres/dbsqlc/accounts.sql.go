@@ -22,7 +22,7 @@ func (q *Queries) AccountExistsBySecretHMAC(ctx context.Context, stripeSecretHma
 }
 
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
 `
 
 // The current key, or the previous one of a rotation; the caller checks
@@ -42,12 +42,13 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.PreviousApiKeyHash,
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
+		&i.EventsReadXid,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -65,12 +66,13 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.PreviousApiKeyHash,
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
+		&i.EventsReadXid,
 	)
 	return i, err
 }
 
 const accountGetByIDForUpdate = `-- name: AccountGetByIDForUpdate :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts WHERE id = $1 FOR UPDATE
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Account, error) {
@@ -88,12 +90,13 @@ func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Accou
 		&i.PreviousApiKeyHash,
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
+		&i.EventsReadXid,
 	)
 	return i, err
 }
 
 const accountGetFirst = `-- name: AccountGetFirst :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts ORDER BY id LIMIT 1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts ORDER BY id LIMIT 1
 `
 
 func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
@@ -111,6 +114,7 @@ func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
 		&i.PreviousApiKeyHash,
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
+		&i.EventsReadXid,
 	)
 	return i, err
 }
@@ -118,7 +122,7 @@ func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid
 `
 
 type AccountInsertParams struct {
@@ -154,12 +158,13 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.PreviousApiKeyHash,
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
+		&i.EventsReadXid,
 	)
 	return i, err
 }
 
 const accountList = `-- name: AccountList :many
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at FROM accounts ORDER BY created_at, id
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts ORDER BY created_at, id
 `
 
 func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
@@ -183,6 +188,7 @@ func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
 			&i.PreviousApiKeyHash,
 			&i.PreviousApiKeyExpiresAt,
 			&i.ApiKeyRotatedAt,
+			&i.EventsReadXid,
 		); err != nil {
 			return nil, err
 		}
@@ -230,7 +236,7 @@ SET previous_api_key_hash       = api_key_hash,
     api_key_hash                = $2,
     api_key_rotated_at          = $3
 WHERE id = $4
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid
 `
 
 type AccountRotateAPIKeyParams struct {
@@ -262,6 +268,7 @@ func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIK
 		&i.PreviousApiKeyHash,
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
+		&i.EventsReadXid,
 	)
 	return i, err
 }

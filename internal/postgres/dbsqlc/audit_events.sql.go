@@ -11,17 +11,18 @@ import (
 )
 
 const accountEventsRead = `-- name: AccountEventsRead :exec
-UPDATE accounts SET events_read_seq = $1
-WHERE id = $2 AND events_read_seq < $1
+UPDATE accounts SET events_read_xid = $1::text::xid8, events_read_seq = $2::bigint
+WHERE id = $3 AND (events_read_xid, events_read_seq) < ($1::text::xid8, $2::bigint)
 `
 
 type AccountEventsReadParams struct {
+	Xid string
 	Seq int64
 	ID  string
 }
 
 func (q *Queries) AccountEventsRead(ctx context.Context, arg AccountEventsReadParams) error {
-	_, err := q.db.Exec(ctx, accountEventsRead, arg.Seq, arg.ID)
+	_, err := q.db.Exec(ctx, accountEventsRead, arg.Xid, arg.Seq, arg.ID)
 	return err
 }
 
@@ -87,12 +88,23 @@ func (q *Queries) AuditListByPayment(ctx context.Context, paymentID string) ([]A
 }
 
 const eventBacklog = `-- name: EventBacklog :one
-SELECT COALESCE(SUM(s.seq - a.events_read_seq), 0)::bigint AS unread,
-       COALESCE(EXTRACT(EPOCH FROM ($1::timestamptz - MIN(e.created_at))), 0)::float8 AS oldest_age_seconds
-FROM account_event_seqs s
-JOIN accounts a ON a.id = s.account_id
-LEFT JOIN events e ON e.account_id = a.id AND e.seq = a.events_read_seq + 1
-WHERE s.seq > a.events_read_seq
+SELECT COALESCE(SUM(u.n), 0)::bigint AS unread,
+       COALESCE(EXTRACT(EPOCH FROM ($1::timestamptz - MIN(f.created_at))), 0)::float8 AS oldest_age_seconds
+FROM accounts a
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM events e
+        WHERE e.account_id = a.id AND (e.xid, e.seq) > (a.events_read_xid, a.events_read_seq)
+        LIMIT 100000
+    ) capped
+) u
+LEFT JOIN LATERAL (
+    SELECT e.created_at FROM events e
+    WHERE e.account_id = a.id AND (e.xid, e.seq) > (a.events_read_xid, a.events_read_seq)
+    ORDER BY e.xid, e.seq
+    LIMIT 1
+) f ON true
+WHERE u.n > 0
 `
 
 type EventBacklogRow struct {
@@ -100,6 +112,8 @@ type EventBacklogRow struct {
 	OldestAgeSeconds float64
 }
 
+// Counted per account up to a cap, so an account whose consumer never
+// reads costs a bounded scan on each refresh, not its whole history.
 func (q *Queries) EventBacklog(ctx context.Context, now time.Time) (EventBacklogRow, error) {
 	row := q.db.QueryRow(ctx, eventBacklog, now)
 	var i EventBacklogRow
@@ -108,13 +122,8 @@ func (q *Queries) EventBacklog(ctx context.Context, now time.Time) (EventBacklog
 }
 
 const eventInsert = `-- name: EventInsert :exec
-WITH next AS (
-    INSERT INTO account_event_seqs (account_id, seq) VALUES ($2, 1)
-    ON CONFLICT (account_id) DO UPDATE SET seq = account_event_seqs.seq + 1
-    RETURNING seq
-)
-INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
-SELECT $1, $2, $3, $4, $5, $6, next.seq FROM next
+INSERT INTO events (id, account_id, payment_id, type, payload, created_at)
+VALUES ($1, $2, $3, $4, $5, $6)
 `
 
 type EventInsertParams struct {
@@ -126,8 +135,8 @@ type EventInsertParams struct {
 	CreatedAt time.Time
 }
 
-// The account's counter row stays locked until commit, so the next
-// writer's number comes after this one commits: gapless, in commit order.
+// xid (the writing transaction) and seq come from their defaults: no row
+// that two writers of one account contend for.
 func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error {
 	_, err := q.db.Exec(ctx, eventInsert,
 		arg.ID,
@@ -141,36 +150,47 @@ func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error 
 }
 
 const eventListAfter = `-- name: EventListAfter :many
-SELECT id, account_id, payment_id, type, payload, created_at, seq FROM events
-WHERE account_id = $1 AND seq > $2
-ORDER BY seq
-LIMIT $3
+SELECT xid::text AS xid, seq, payload FROM events
+WHERE account_id = $1
+  AND (xid, seq) > ($2::text::xid8, $3::bigint)
+  AND xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY xid, seq
+LIMIT $4
 `
 
 type EventListAfterParams struct {
 	AccountID string
+	AfterXid  string
 	AfterSeq  int64
 	MaxRows   int32
 }
 
-func (q *Queries) EventListAfter(ctx context.Context, arg EventListAfterParams) ([]Event, error) {
-	rows, err := q.db.Query(ctx, eventListAfter, arg.AccountID, arg.AfterSeq, arg.MaxRows)
+type EventListAfterRow struct {
+	Xid     string
+	Seq     int64
+	Payload []byte
+}
+
+// Only events of transactions older than the oldest one still running:
+// every transaction below that horizon has ended, and any transaction yet
+// to write gets a larger xid, so nothing can appear before a position
+// served here. pg_current_snapshot() is this statement's snapshot, the one
+// the rows are read with.
+func (q *Queries) EventListAfter(ctx context.Context, arg EventListAfterParams) ([]EventListAfterRow, error) {
+	rows, err := q.db.Query(ctx, eventListAfter,
+		arg.AccountID,
+		arg.AfterXid,
+		arg.AfterSeq,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Event
+	var items []EventListAfterRow
 	for rows.Next() {
-		var i Event
-		if err := rows.Scan(
-			&i.ID,
-			&i.AccountID,
-			&i.PaymentID,
-			&i.Type,
-			&i.Payload,
-			&i.CreatedAt,
-			&i.Seq,
-		); err != nil {
+		var i EventListAfterRow
+		if err := rows.Scan(&i.Xid, &i.Seq, &i.Payload); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -6,6 +6,8 @@ package dbsqlc
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Account struct {
@@ -20,11 +22,7 @@ type Account struct {
 	PreviousApiKeyHash      []byte
 	PreviousApiKeyExpiresAt *time.Time
 	ApiKeyRotatedAt         *time.Time
-}
-
-type AccountEventSeq struct {
-	AccountID string
-	Seq       int64
+	EventsReadXid           pgtype.Uint64
 }
 
 type Attempt struct {
@@ -87,6 +85,7 @@ type Event struct {
 	Payload   []byte
 	CreatedAt time.Time
 	Seq       int64
+	Xid       pgtype.Uint64
 }
 
 type IdempotencyKey struct {

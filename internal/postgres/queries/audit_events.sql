@@ -5,21 +5,23 @@ VALUES (@account_id, @payment_id, @at, @actor, @action, @reason, @details);
 -- name: AuditListByPayment :many
 SELECT * FROM audit_log WHERE payment_id = @payment_id ORDER BY id;
 
--- The account's counter row stays locked until commit, so the next
--- writer's number comes after this one commits: gapless, in commit order.
+-- xid (the writing transaction) and seq come from their defaults: no row
+-- that two writers of one account contend for.
 -- name: EventInsert :exec
-WITH next AS (
-    INSERT INTO account_event_seqs (account_id, seq) VALUES (@account_id, 1)
-    ON CONFLICT (account_id) DO UPDATE SET seq = account_event_seqs.seq + 1
-    RETURNING seq
-)
-INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
-SELECT @id, @account_id, @payment_id, @type, @payload, @created_at, next.seq FROM next;
+INSERT INTO events (id, account_id, payment_id, type, payload, created_at)
+VALUES (@id, @account_id, @payment_id, @type, @payload, @created_at);
 
+-- Only events of transactions older than the oldest one still running:
+-- every transaction below that horizon has ended, and any transaction yet
+-- to write gets a larger xid, so nothing can appear before a position
+-- served here. pg_current_snapshot() is this statement's snapshot, the one
+-- the rows are read with.
 -- name: EventListAfter :many
-SELECT * FROM events
-WHERE account_id = @account_id AND seq > @after_seq
-ORDER BY seq
+SELECT xid::text AS xid, seq, payload FROM events
+WHERE account_id = @account_id
+  AND (xid, seq) > (sqlc.arg(after_xid)::text::xid8, sqlc.arg(after_seq)::bigint)
+  AND xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY xid, seq
 LIMIT @max_rows;
 
 -- name: WebhookDeliveryInsert :one
@@ -29,13 +31,26 @@ ON CONFLICT (account_id, event_id) DO NOTHING
 RETURNING account_id;
 
 -- name: AccountEventsRead :exec
-UPDATE accounts SET events_read_seq = @seq
-WHERE id = @id AND events_read_seq < @seq;
+UPDATE accounts SET events_read_xid = sqlc.arg(xid)::text::xid8, events_read_seq = sqlc.arg(seq)::bigint
+WHERE id = @id AND (events_read_xid, events_read_seq) < (sqlc.arg(xid)::text::xid8, sqlc.arg(seq)::bigint);
 
+-- Counted per account up to a cap, so an account whose consumer never
+-- reads costs a bounded scan on each refresh, not its whole history.
 -- name: EventBacklog :one
-SELECT COALESCE(SUM(s.seq - a.events_read_seq), 0)::bigint AS unread,
-       COALESCE(EXTRACT(EPOCH FROM (sqlc.arg(now)::timestamptz - MIN(e.created_at))), 0)::float8 AS oldest_age_seconds
-FROM account_event_seqs s
-JOIN accounts a ON a.id = s.account_id
-LEFT JOIN events e ON e.account_id = a.id AND e.seq = a.events_read_seq + 1
-WHERE s.seq > a.events_read_seq;
+SELECT COALESCE(SUM(u.n), 0)::bigint AS unread,
+       COALESCE(EXTRACT(EPOCH FROM (sqlc.arg(now)::timestamptz - MIN(f.created_at))), 0)::float8 AS oldest_age_seconds
+FROM accounts a
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM events e
+        WHERE e.account_id = a.id AND (e.xid, e.seq) > (a.events_read_xid, a.events_read_seq)
+        LIMIT 100000
+    ) capped
+) u
+LEFT JOIN LATERAL (
+    SELECT e.created_at FROM events e
+    WHERE e.account_id = a.id AND (e.xid, e.seq) > (a.events_read_xid, a.events_read_seq)
+    ORDER BY e.xid, e.seq
+    LIMIT 1
+) f ON true
+WHERE u.n > 0;
