@@ -16,10 +16,10 @@ type config struct {
 	// migrations and their advisory lock, for when DatabaseURL goes
 	// through a transaction pooler; DatabaseURL when unset.
 	MigrateDatabaseURL string
-	HTTPAddr      string
-	AdminToken    string
-	StripeAPIBase string
-	EncryptionKey []byte
+	HTTPAddr           string
+	AdminToken         string
+	StripeAPIBase      string
+	EncryptionKey      []byte
 	// EncryptionKeyPrevious opens secrets not yet moved to EncryptionKey
 	// during a key rotation; nil outside one.
 	EncryptionKeyPrevious []byte

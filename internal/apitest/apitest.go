@@ -114,6 +114,11 @@ func New(t testing.TB, opts Options) *Env {
 	}
 	e := &Env{T: t, Clock: &Clock{}, Logs: &SyncBuffer{}, Opts: opts, Counter: &postgres.Counter{}}
 	e.DBURL = postgrestest.URL(t)
+	if postgrestest.Pooled(t) {
+		// TEST_POOLER=pgbouncer: every instance, and the test's own pool,
+		// goes through PgBouncer in transaction mode.
+		e.DBURL = postgrestest.PgBouncer(t, e.DBURL)
+	}
 	db, err := postgres.Open(context.Background(), e.DBURL)
 	if err != nil {
 		t.Fatalf("open database: %v", err)
@@ -141,6 +146,10 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	var opts []postgres.Option
 	if e.URL == "" {
 		opts = append(opts, postgres.WithCounter(e.Counter))
+	}
+	if postgrestest.Pooled(t) {
+		to := postgrestest.PooledTimeouts
+		opts = append(opts, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
 	}
 	db, err := postgres.Open(context.Background(), e.DBURL, opts...)
 	if err != nil {
