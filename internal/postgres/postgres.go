@@ -34,6 +34,7 @@ type DB struct {
 	// beginSQL opens every transaction: READ COMMITTED and the session
 	// timeouts again with SET LOCAL, in the same round trip.
 	beginSQL string
+	health   *health
 }
 
 // Option adjusts the pool configuration.
@@ -95,15 +96,18 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	for _, o := range opts {
 		o(cfg)
 	}
+	h := &health{}
+	cfg.ConnConfig.Tracer = tracers{health: h, other: cfg.ConnConfig.Tracer}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
+	h.pool.Store(pool)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: ping: %w%s", err, poolerHint(err))
 	}
-	return &DB{Pool: pool, q: dbsqlc.New(pool), beginSQL: beginSQL(cfg.ConnConfig.RuntimeParams)}, nil
+	return &DB{Pool: pool, q: dbsqlc.New(pool), beginSQL: beginSQL(cfg.ConnConfig.RuntimeParams), health: h}, nil
 }
 
 // beginSQL is BEGIN with the session timeouts of params as SET LOCAL.
@@ -209,8 +213,23 @@ func Migrate(ctx context.Context, db *DB) error {
 	return nil
 }
 
-// Ready reports whether the database answers and every migration is applied.
+// ErrReadOnly is Ready's answer when the database refuses writes: no
+// writable primary is reachable (a standby, or a primary being demoted).
+var ErrReadOnly = errors.New("database is read-only: no writable primary")
+
+// Ready reports whether a writable primary answers and every migration is
+// applied.
 func (db *DB) Ready(ctx context.Context) error {
+	var readOnly string
+	if err := db.Pool.QueryRow(ctx, "SHOW transaction_read_only").Scan(&readOnly); err != nil {
+		return translate(err)
+	}
+	if readOnly == "on" {
+		// Connections to a demoted primary: the next ones look for the new
+		// one (target_session_attrs=read-write).
+		db.Pool.Reset()
+		return ErrReadOnly
+	}
 	p, closeDB, err := newGoose(db)
 	if err != nil {
 		return err
@@ -246,7 +265,11 @@ func withTx(ctx context.Context, db *DB, fn func(pgx.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return translate(tx.Commit(ctx))
+	if err := tx.Commit(ctx); err != nil {
+		return translate(err)
+	}
+	db.health.wrote(time.Now())
+	return nil
 }
 
 // Unique constraints the domain cares about, by name.
@@ -285,9 +308,11 @@ func translate(err error) error {
 		// query_canceled, idle_in_transaction_session_timeout: another
 		// session held a lock too long, or this one stalled): the caller
 		// may retry with the same key.
+		// read_only_sql_transaction (25006): a primary demoted by a
+		// failover; the pool is moving to the new one.
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02",
-			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01",
+			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01", pgErr.Code == "25006",
 			pgErr.Code == "55P03", pgErr.Code == "57014", pgErr.Code == "25P03":
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
