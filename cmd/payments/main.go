@@ -126,6 +126,7 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	a.metrics = metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
 		return store.EventBacklog(ctx, time.Now())
 	})
+	a.metrics.Registry.MustRegister(db.Collector())
 	if a.payments, err = payment.NewService(payment.Config{
 		Store:    store,
 		Provider: stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase, MaxNetworkRetries: 2, Logger: log}),

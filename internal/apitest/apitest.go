@@ -160,6 +160,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	m := metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
 		return store.EventBacklog(ctx, e.Clock.Now())
 	})
+	m.Registry.MustRegister(db.Collector())
 	log := e.Logger()
 	var prov provider.Provider = stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log})
 	if e.Opts.WrapProvider != nil {
