@@ -113,4 +113,3 @@ func counter(t *testing.T, reg *prometheus.Registry, name, kind string) float64 
 	t.Fatalf("no metric %s{kind=%q}", name, kind)
 	return 0
 }
-
