@@ -60,3 +60,10 @@ elif ! have_chromium; then
 fi
 
 go test -race -count=1 -timeout 20m ./...
+
+# The money path a second time, every service instance behind PgBouncer in
+# transaction mode (started by the tests; apt-get install pgbouncer when
+# missing): create, replay, recovery, capture, refund, webhooks, events.
+echo "test.sh: the money path again through PgBouncer in transaction mode (TEST_POOLER=pgbouncer)" >&2
+TEST_POOLER=pgbouncer go test -race -count=1 -timeout 10m \
+  -run '^(TestCreate|TestGetPayment|TestCapture|TestCancel|TestRefund|TestReconcile|TestEvents|TestWebhook.*|TestRecordingTheProviderAnswer|TestClientGoneKeepsTheProviderAnswer)$' ./api/

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/acmepay/payments/internal/chaos"
+	"github.com/acmepay/payments/internal/postgres/postgrestest"
 )
 
 // logWriter forwards whole lines to t.Log.
@@ -38,8 +39,24 @@ func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run builds and runs the real binaries for about a minute; skipped in -short")
 	}
+	shortRun(t, chaos.Config{Short: true, Out: &logWriter{t: t}})
+}
+
+// TestChaosShortPgBouncer is the same run with the replicas behind
+// PgBouncer in transaction mode (DATABASE_URL through the pooler,
+// MIGRATE_DATABASE_URL direct): the same invariants.
+func TestChaosShortPgBouncer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos run builds and runs the real binaries for about a minute; skipped in -short")
+	}
+	shortRun(t, chaos.Config{Short: true, Out: &logWriter{t: t}, Pooler: func(direct string) (string, error) {
+		return postgrestest.PgBouncer(t, direct), nil
+	}})
+}
+
+func shortRun(t *testing.T, cfg chaos.Config) {
 	var figures bytes.Buffer
-	rep, err := chaos.Run(t.Context(), chaos.Config{Short: true, Out: &logWriter{t: t}})
+	rep, err := chaos.Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("the chaos run could not be carried out: %v", err)
 	}

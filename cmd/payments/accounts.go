@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/account"
-	"github.com/acmepay/payments/internal/postgres"
 )
 
 // accountsCommand runs `payments accounts <command>`. Flags are checked
@@ -102,7 +101,7 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	defer db.Close()
-	if err := postgres.Migrate(ctx, db); err != nil {
+	if err := migrate(ctx, cfg, db); err != nil {
 		return err
 	}
 	s, err := openAccounts(ctx, db, cfg, nil)

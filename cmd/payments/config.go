@@ -13,11 +13,15 @@ import (
 
 // config is every setting, read from the environment.
 type config struct {
-	DatabaseURL   string
-	HTTPAddr      string
-	AdminToken    string
-	StripeAPIBase string
-	EncryptionKey []byte
+	DatabaseURL string
+	// MigrateDatabaseURL is a direct, session-capable URL for the
+	// migrations and their advisory lock, for when DatabaseURL goes
+	// through a transaction pooler; DatabaseURL when unset.
+	MigrateDatabaseURL string
+	HTTPAddr           string
+	AdminToken         string
+	StripeAPIBase      string
+	EncryptionKey      []byte
 	// EncryptionKeyPrevious opens secrets not yet moved to EncryptionKey
 	// during a key rotation; nil outside one.
 	EncryptionKeyPrevious []byte
@@ -69,6 +73,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.DatabaseURL == "" {
 		return c, fmt.Errorf("DATABASE_URL is required (for example postgres://postgres@127.0.0.1:5432/payments)")
+	}
+	if c.MigrateDatabaseURL = getenv("MIGRATE_DATABASE_URL"); c.MigrateDatabaseURL == "" {
+		c.MigrateDatabaseURL = c.DatabaseURL
 	}
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = ":8080"

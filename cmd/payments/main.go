@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		defer db.Close()
-		if err := postgres.Migrate(ctx, db); err != nil {
+		if err := migrate(ctx, cfg, db); err != nil {
 			return err
 		}
 		log.Info("migrations applied")
@@ -95,6 +95,21 @@ func openDB(ctx context.Context, cfg config) (*postgres.DB, error) {
 		cfg.DBStatementTimeout, cfg.DBLockTimeout, cfg.DBIdleInTransactionTimeout))
 }
 
+// migrate applies the migrations through MIGRATE_DATABASE_URL: db itself
+// when it is DATABASE_URL, a connection of its own otherwise.
+func migrate(ctx context.Context, cfg config, db *postgres.DB) error {
+	if cfg.MigrateDatabaseURL == cfg.DatabaseURL {
+		return postgres.Migrate(ctx, db)
+	}
+	mdb, err := postgres.Open(ctx, cfg.MigrateDatabaseURL, postgres.WithSessionTimeouts(
+		cfg.DBStatementTimeout, cfg.DBLockTimeout, cfg.DBIdleInTransactionTimeout))
+	if err != nil {
+		return fmt.Errorf("MIGRATE_DATABASE_URL: %w", err)
+	}
+	defer mdb.Close()
+	return postgres.Migrate(ctx, mdb)
+}
+
 // app is the wired service.
 type app struct {
 	db         *postgres.DB
@@ -111,7 +126,7 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := postgres.Migrate(ctx, db); err != nil {
+	if err := migrate(ctx, cfg, db); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -127,6 +142,7 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	a.metrics = metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
 		return store.EventBacklog(ctx, time.Now())
 	}, store.EventFeedLag)
+	a.metrics.Registry.MustRegister(db.Collector())
 	if a.payments, err = payment.NewService(payment.Config{
 		Store:    store,
 		Provider: stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase, MaxNetworkRetries: 2, Logger: log}),

@@ -39,7 +39,7 @@ func accountsReencrypt(ctx context.Context, cfg config, stdout, stderr io.Writer
 		return err
 	}
 	defer db.Close()
-	if err := postgres.Migrate(ctx, db); err != nil {
+	if err := migrate(ctx, cfg, db); err != nil {
 		return err
 	}
 	accounts, err := openAccounts(ctx, db, cfg, nil)

@@ -117,6 +117,11 @@ func New(t testing.TB, opts Options) *Env {
 	}
 	e := &Env{T: t, Clock: &Clock{}, Logs: &SyncBuffer{}, Opts: opts, Counter: &postgres.Counter{}}
 	e.DBURL = postgrestest.URL(t)
+	if postgrestest.Pooled(t) {
+		// TEST_POOLER=pgbouncer: every instance, and the test's own pool,
+		// goes through PgBouncer in transaction mode.
+		e.DBURL = postgrestest.PgBouncer(t, e.DBURL)
+	}
 	db, err := postgres.Open(context.Background(), e.DBURL)
 	if err != nil {
 		t.Fatalf("open database: %v", err)
@@ -145,6 +150,10 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if e.URL == "" {
 		opts = append(opts, postgres.WithCounter(e.Counter))
 	}
+	if postgrestest.Pooled(t) {
+		to := postgrestest.PooledTimeouts
+		opts = append(opts, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
+	}
 	db, err := postgres.Open(context.Background(), e.DBURL, opts...)
 	if err != nil {
 		t.Fatalf("open database: %v", err)
@@ -154,6 +163,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	m := metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
 		return store.EventBacklog(ctx, e.Clock.Now())
 	}, store.EventFeedLag)
+	m.Registry.MustRegister(db.Collector())
 	log := e.Logger()
 	var prov provider.Provider = stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log})
 	if e.Opts.WrapProvider != nil {

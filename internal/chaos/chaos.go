@@ -77,7 +77,12 @@ type Config struct {
 	// which is never restarted.
 	PrivatePostgres bool
 	// Keep leaves the database and the work directory (binaries, logs).
-	Keep     bool
+	Keep bool
+	// Pooler, when set, returns the URL through which the replicas reach
+	// the run's database (for example PgBouncer in transaction mode); they
+	// migrate through the direct URL (MIGRATE_DATABASE_URL), and the
+	// invariants are checked on it.
+	Pooler   func(direct string) (string, error)
 	LogLevel string // of the replicas; default info
 	Out      io.Writer
 }
@@ -251,8 +256,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, err
 	}
 
+	serviceURL := dbURL
+	if cfg.Pooler != nil {
+		if serviceURL, err = cfg.Pooler(dbURL); err != nil {
+			return nil, fmt.Errorf("chaos: pooler: %w", err)
+		}
+		say("replicas reach the database through %s", serviceURL)
+	}
 	baseEnv := []string{
-		"DATABASE_URL=" + dbURL, "STRIPE_API_BASE=" + sim.url(),
+		"DATABASE_URL=" + serviceURL, "MIGRATE_DATABASE_URL=" + dbURL, "STRIPE_API_BASE=" + sim.url(),
 		"ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString([]byte(randomHex(16))),
 		"PROVIDER_TIMEOUT=" + providerTimeout.String(), "IN_PROGRESS_LEASE=" + inProgressLease.String(),
 		"RECONCILE_INTERVAL=" + reconcileEvery.String(), "RECONCILE_AFTER=" + reconcileAfter.String(),

@@ -86,7 +86,7 @@ func (s *AccountStore) AccountSecretHMACExists(ctx context.Context, hmac []byte)
 // re-encryptions take turns: the second sees the first one's result.
 func (s *AccountStore) AccountReseal(ctx context.Context, id string, reseal func(account.Row) (account.Row, bool, error)) (bool, error) {
 	changed := false
-	err := withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
+	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
 		q := s.db.q.WithTx(tx)
 		r, err := q.AccountGetByIDForUpdate(ctx, id)
 		if err != nil {
@@ -119,7 +119,7 @@ func (s *AccountStore) CanaryInsert(ctx context.Context, sealed []byte, at time.
 // reports a change.
 func (s *AccountStore) CanaryReseal(ctx context.Context, at time.Time, reseal func([]byte) ([]byte, bool, error)) (bool, error) {
 	changed := false
-	err := withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
+	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
 		q := s.db.q.WithTx(tx)
 		b, err := q.EncryptionCanaryGetForUpdate(ctx)
 		if errors.Is(err, pgx.ErrNoRows) {

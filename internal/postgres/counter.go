@@ -21,10 +21,11 @@ func (c *Counter) Counts() (txs, statements int64) { return c.txs.Load(), c.stat
 
 // TraceQueryStart implements pgx.QueryTracer.
 func (c *Counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	switch strings.ToLower(strings.TrimSpace(d.SQL)) {
-	case "begin", "begin isolation level read committed":
+	// A begin may carry its SET LOCALs (withTx): still one round trip.
+	switch sql := strings.ToLower(strings.TrimSpace(d.SQL)); {
+	case strings.HasPrefix(sql, "begin"):
 		c.txs.Add(1)
-	case "commit", "rollback":
+	case sql == "commit", sql == "rollback":
 	default:
 		c.statements.Add(1)
 	}

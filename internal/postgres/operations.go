@@ -80,7 +80,7 @@ func (s *PaymentStore) AuditListByPayment(ctx context.Context, paymentID string)
 // reconciler and schedules its next claim, in one transaction.
 func (s *PaymentStore) AttemptClaimNext(ctx context.Context, due payment.Due, now, leaseUntil time.Time, nextDue func(tries int) time.Time) (*payment.Attempt, error) {
 	var a *payment.Attempt
-	err := withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
+	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
 		q := s.db.q.WithTx(tx)
 		row, err := q.AttemptLockNextDue(ctx, dbsqlc.AttemptLockNextDueParams{
 			Now: &now, UpdatedBefore: due.UpdatedBefore, DueBefore: &due.Before})

@@ -23,7 +23,7 @@ var _ payment.Store = (*PaymentStore)(nil)
 // rows committed before it started, which is what lets a request that lost
 // the race for a key read the winner's record after waiting on its lock.
 func (s *PaymentStore) WithTx(ctx context.Context, fn func(payment.Tx) error) error {
-	return withTx(ctx, s.db.Pool, func(tx pgx.Tx) error {
+	return withTx(ctx, s.db, func(tx pgx.Tx) error {
 		return fn(&paymentTx{tx: tx, q: s.db.q.WithTx(tx)})
 	})
 }

@@ -31,6 +31,10 @@ import (
 type DB struct {
 	Pool *pgxpool.Pool
 	q    *dbsqlc.Queries
+	// beginSQL opens every transaction: READ COMMITTED and the session
+	// timeouts again with SET LOCAL, in the same round trip.
+	beginSQL string
+	health   *health
 }
 
 // Option adjusts the pool configuration.
@@ -46,8 +50,11 @@ func WithCounter(c *Counter) Option {
 // session left idle inside a transaction is ended after idleInTx. Without
 // them one stalled writer holding a row lock freezes every request that
 // needs the row. They are startup parameters of every connection, never a
-// SET: session state would not survive a transaction pooler. A zero
-// duration leaves the server's setting.
+// session SET, which a transaction pooler would leak to other clients; and
+// every transaction sets them again with SET LOCAL in its BEGIN (no extra
+// round trip), because a pooler drops startup parameters (PgBouncer
+// rejects them unless listed in ignore_startup_parameters, and then
+// ignores them). A zero duration leaves the server's setting.
 func WithSessionTimeouts(statement, lock, idleInTx time.Duration) Option {
 	return func(cfg *pgxpool.Config) {
 		for name, d := range map[string]time.Duration{
@@ -71,7 +78,16 @@ func milliseconds(d time.Duration) string {
 	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }
 
+// sessionTimeouts are the settings WithSessionTimeouts bounds.
+var sessionTimeouts = []string{"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"}
+
 // Open connects and checks the database answers.
+//
+// The connection string chooses the query execution mode
+// (default_query_exec_mode): the default, cache_statement, prepares each
+// statement once per connection and is the fastest on a direct
+// connection; behind a transaction pooler without protocol-level prepared
+// statements (PgBouncer before 1.21) it must be cache_describe or exec.
 func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -80,15 +96,43 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	for _, o := range opts {
 		o(cfg)
 	}
+	h := &health{}
+	cfg.ConnConfig.Tracer = tracers{health: h, other: cfg.ConnConfig.Tracer}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
+	h.pool.Store(pool)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: ping: %w", err)
+		return nil, fmt.Errorf("postgres: ping: %w%s", err, poolerHint(err))
 	}
-	return &DB{Pool: pool, q: dbsqlc.New(pool)}, nil
+	return &DB{Pool: pool, q: dbsqlc.New(pool), beginSQL: beginSQL(cfg.ConnConfig.RuntimeParams), health: h}, nil
+}
+
+// beginSQL is BEGIN with the session timeouts of params as SET LOCAL.
+func beginSQL(params map[string]string) string {
+	var b strings.Builder
+	b.WriteString("BEGIN ISOLATION LEVEL READ COMMITTED")
+	for _, name := range sessionTimeouts {
+		if v, ok := params[name]; ok {
+			if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+				fmt.Fprintf(&b, "; SET LOCAL %s = %s", name, v)
+			}
+		}
+	}
+	return b.String()
+}
+
+// poolerHint explains PgBouncer's refusal of the timeouts sent at
+// connection start.
+func poolerHint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.Contains(pgErr.Message, "unsupported startup parameter") {
+		return " (behind PgBouncer, set ignore_startup_parameters = " + strings.Join(sessionTimeouts, ",") +
+			": every transaction sets them itself; see the README's \"Production database\")"
+	}
+	return ""
 }
 
 // Close releases the pool.
@@ -125,11 +169,18 @@ func migrationDB(db *DB) *sql.DB {
 	return stdlib.OpenDB(*cc)
 }
 
+// ErrNoSession is Migrate's refusal to run through a pooler.
+var ErrNoSession = errors.New("postgres: migrations need a direct connection to PostgreSQL (their advisory lock is a session's), " +
+	"and this one goes through a pooler: set MIGRATE_DATABASE_URL to a direct URL")
+
 // Migrate applies every pending migration, on connections of its own (see
 // migrationDB). Any number of instances may migrate at once: one holds a
 // session advisory lock while it migrates, the others wait for it (polling
 // pg_try_advisory_lock, so no lock_timeout applies) and then find nothing
-// left to do.
+// left to do. That lock needs a real session: through a transaction pooler
+// it would be taken on one server connection and released on another (or
+// never), so Migrate refuses a connection that did not get its own startup
+// parameters (ErrNoSession).
 func Migrate(ctx context.Context, db *DB) error {
 	// Every second for up to 10 minutes: room for a long migration of
 	// another instance.
@@ -139,6 +190,19 @@ func Migrate(ctx context.Context, db *DB) error {
 	}
 	sqlDB := migrationDB(db)
 	defer sqlDB.Close()
+	// The lock_timeout of 0 that migrationDB sends at connection start
+	// shows as set by the client only on a direct connection: a pooler
+	// rejects or drops startup parameters.
+	var source string
+	if err := sqlDB.QueryRowContext(ctx, "SELECT source FROM pg_settings WHERE name = 'lock_timeout'").Scan(&source); err != nil {
+		if hint := poolerHint(err); hint != "" {
+			return ErrNoSession
+		}
+		return fmt.Errorf("postgres: migrations: %w (a pooler in front? set MIGRATE_DATABASE_URL to a direct URL)", err)
+	}
+	if source != "client" {
+		return ErrNoSession
+	}
 	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker))
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
@@ -149,8 +213,23 @@ func Migrate(ctx context.Context, db *DB) error {
 	return nil
 }
 
-// Ready reports whether the database answers and every migration is applied.
+// ErrReadOnly is Ready's answer when the database refuses writes: no
+// writable primary is reachable (a standby, or a primary being demoted).
+var ErrReadOnly = errors.New("database is read-only: no writable primary")
+
+// Ready reports whether a writable primary answers and every migration is
+// applied.
 func (db *DB) Ready(ctx context.Context) error {
+	var readOnly string
+	if err := db.Pool.QueryRow(ctx, "SHOW transaction_read_only").Scan(&readOnly); err != nil {
+		return translate(err)
+	}
+	if readOnly == "on" {
+		// Connections to a demoted primary: the next ones look for the new
+		// one (target_session_attrs=read-write).
+		db.Pool.Reset()
+		return ErrReadOnly
+	}
 	p, closeDB, err := newGoose(db)
 	if err != nil {
 		return err
@@ -166,15 +245,15 @@ func (db *DB) Ready(ctx context.Context) error {
 	return nil
 }
 
-// withTx runs fn in a transaction.
+// withTx runs fn in a transaction, begun by db.beginSQL.
 //
 // The isolation level is set, never inherited from the server: the money
 // path locks a row and then relies on reading its latest committed version,
 // which READ COMMITTED gives and REPEATABLE READ does not (there a lock on a
 // row changed since the snapshot fails, and a plain read sees the old row).
 // A server default of REPEATABLE READ once left paid payments in processing.
-func withTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+func withTx(ctx context.Context, db *DB, fn func(pgx.Tx) error) error {
+	tx, err := db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, BeginQuery: db.beginSQL})
 	if err != nil {
 		return translate(err)
 	}
@@ -186,7 +265,11 @@ func withTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) erro
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return translate(tx.Commit(ctx))
+	if err := tx.Commit(ctx); err != nil {
+		return translate(err)
+	}
+	db.health.wrote(time.Now())
+	return nil
 }
 
 // Unique constraints the domain cares about, by name.
@@ -225,9 +308,11 @@ func translate(err error) error {
 		// query_canceled, idle_in_transaction_session_timeout: another
 		// session held a lock too long, or this one stalled): the caller
 		// may retry with the same key.
+		// read_only_sql_transaction (25006): a primary demoted by a
+		// failover; the pool is moving to the new one.
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02",
-			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01",
+			pgErr.Code == "57P03", pgErr.Code == "40001", pgErr.Code == "40P01", pgErr.Code == "25006",
 			pgErr.Code == "55P03", pgErr.Code == "57014", pgErr.Code == "25P03":
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}

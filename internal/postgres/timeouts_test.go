@@ -16,31 +16,56 @@ import (
 func TestSessionTimeouts(t *testing.T) {
 	t.Parallel()
 
-	t.Run("SetAtConnectionStartNotBySET", func(t *testing.T) {
+	// At connection start and again per transaction with SET LOCAL, never
+	// by a session SET: session state would leak to the other clients of a
+	// transaction pooler, which drops startup parameters.
+	t.Run("SetAtConnectionStartAndPerTransaction", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		store, _ := setup(t, nil, postgres.WithSessionTimeouts(5*time.Second, 2*time.Second, 10*time.Second))
+		store, b := setup(t, nil, postgres.WithSessionTimeouts(5*time.Second, 2*time.Second, 10*time.Second))
+		want := map[string]string{"statement_timeout": "5s", "lock_timeout": "2s", "idle_in_transaction_session_timeout": "10s"}
+		var pid uint32
 		err := store.WithTx(ctx, func(tx payment.Tx) error {
-			for name, want := range map[string]string{
-				"statement_timeout": "5s", "lock_timeout": "2s", "idle_in_transaction_session_timeout": "10s",
-			} {
-				var got, source string
+			pid = postgres.RawTx(tx).Conn().PgConn().PID()
+			for name, want := range want {
+				var got string
 				if err := postgres.RawTx(tx).QueryRow(ctx, "SHOW "+name).Scan(&got); err != nil {
 					return err
 				}
-				// "client": the connection's startup packet; a SET would
-				// show "session", state a transaction pooler would lose.
-				if err := postgres.RawTx(tx).QueryRow(ctx, "SELECT source FROM pg_settings WHERE name = $1", name).Scan(&source); err != nil {
-					return err
-				}
-				if got != want || source != "client" {
-					t.Errorf("%s = %s from %s, want %s from client", name, got, source, want)
+				if got != want {
+					t.Errorf("in a transaction, %s = %s, want %s", name, got, want)
 				}
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// After the transaction, on the same connection: the startup
+		// packet's values ("client"), nothing set for the session.
+		conn, err := b.db.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		if conn.Conn().PgConn().PID() != pid {
+			t.Fatalf("the pool gave another connection")
+		}
+		for name, want := range want {
+			var got, source string
+			if err := conn.QueryRow(ctx, "SELECT setting, source FROM pg_settings WHERE name = $1", name).Scan(&got, &source); err != nil {
+				t.Fatal(err)
+			}
+			if source != "client" {
+				t.Errorf("%s from %s after the transaction, want from client", name, source)
+			}
+			var shown string
+			if err := conn.QueryRow(ctx, "SHOW "+name).Scan(&shown); err != nil {
+				t.Fatal(err)
+			}
+			if shown != want {
+				t.Errorf("%s = %s after the transaction, want %s", name, shown, want)
+			}
 		}
 	})
 

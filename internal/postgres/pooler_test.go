@@ -1,0 +1,132 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/postgres/postgrestest"
+)
+
+// Through PgBouncer in transaction mode (Debian's 1.18, without
+// protocol-level prepared statements), as the README's "Production
+// database" section sets it up.
+func TestPgBouncer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	direct := postgrestest.URL(t)
+	pooled := postgrestest.PgBouncer(t, direct)
+	to := postgrestest.PooledTimeouts
+
+	// PgBouncer drops the timeouts sent at connection start; every
+	// transaction sets them again, and they do not outlive it on the
+	// server connection that the next client gets.
+	t.Run("TransactionsKeepTheirTimeouts", func(t *testing.T) {
+		db, err := postgres.Open(ctx, pooled, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		store := postgres.NewPaymentStore(db)
+		err = store.WithTx(ctx, func(tx payment.Tx) error {
+			for name, want := range map[string]string{
+				"statement_timeout": "5s", "lock_timeout": "2s", "idle_in_transaction_session_timeout": "10s",
+			} {
+				var got string
+				if err := postgres.RawTx(tx).QueryRow(ctx, "SHOW "+name).Scan(&got); err != nil {
+					return err
+				}
+				if got != want {
+					t.Errorf("in a transaction through PgBouncer, %s = %s, want %s", name, got, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another client of the pooler: no setting left behind.
+		other, err := postgres.Open(ctx, pooled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		var leaked int
+		if err := other.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_settings WHERE source = 'session'
+			AND name IN ('statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout')`).Scan(&leaked); err != nil {
+			t.Fatal(err)
+		}
+		if leaked != 0 {
+			t.Errorf("%d session timeouts left on a pooled server connection", leaked)
+		}
+	})
+
+	// The execution mode comes from the connection string: cache_describe
+	// works through the pooler under concurrency.
+	t.Run("ConcurrentTransactions", func(t *testing.T) {
+		db, err := postgres.Open(ctx, pooled, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		store := postgres.NewPaymentStore(db)
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- store.WithTx(ctx, func(tx payment.Tx) error {
+					_, err := tx.AttemptGet(ctx, "att_none")
+					if errors.Is(err, payment.ErrNotFound) {
+						return nil
+					}
+					return err
+				})
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("through PgBouncer with cache_describe: %v", err)
+			}
+		}
+	})
+
+	// The migrations' advisory lock is a session's: through the pooler
+	// they refuse, in one line naming MIGRATE_DATABASE_URL.
+	t.Run("MigrateRefusesThePooler", func(t *testing.T) {
+		db, err := postgres.Open(ctx, pooled, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		err = postgres.Migrate(ctx, db)
+		if !errors.Is(err, postgres.ErrNoSession) {
+			t.Fatalf("migrate through PgBouncer: %v, want ErrNoSession", err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "MIGRATE_DATABASE_URL") || strings.Contains(msg, "\n") {
+			t.Errorf("error %q: want one line naming MIGRATE_DATABASE_URL", msg)
+		}
+		// The direct URL migrates.
+		ddb, err := postgres.Open(ctx, direct, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ddb.Close()
+		if err := postgres.Migrate(ctx, ddb); err != nil {
+			t.Fatalf("migrate through the direct URL: %v", err)
+		}
+		// Readiness needs no session: it answers through the pooler.
+		if err := db.Ready(ctx); err != nil {
+			t.Fatalf("ready through PgBouncer: %v", err)
+		}
+	})
+}
