@@ -992,6 +992,11 @@ type Payment struct {
 
 	// UpdatedAt Example: 2025-01-31T12:00:00.000000Z
 	UpdatedAt Timestamp `json:"updated_at"`
+
+	// Version Grows by one with every change of the payment (1 when created), so a
+	// consumer of events or webhooks can drop a snapshot older than one it
+	// has already applied.
+	Version int64 `json:"version"`
 }
 
 // PaymentObject defines model for Payment.Object.
@@ -1164,6 +1169,11 @@ type StuckPayment struct {
 
 	// UpdatedAt Example: 2025-01-31T12:00:00.000000Z
 	UpdatedAt Timestamp `json:"updated_at"`
+
+	// Version Grows by one with every change of the payment (1 when created), so a
+	// consumer of events or webhooks can drop a snapshot older than one it
+	// has already applied.
+	Version int64 `json:"version"`
 }
 
 // StuckPaymentObject defines model for StuckPayment.Object.

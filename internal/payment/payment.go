@@ -141,6 +141,9 @@ type Payment struct {
 	ActionExpiresAt *time.Time
 	// Disputes the provider reported, oldest first (CONTRACT §14).
 	Disputes  []Dispute
+	// Version grows by one with every change of the payment, so a consumer
+	// of events can drop a stale snapshot (CONTRACT §3).
+	Version int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -296,6 +299,7 @@ type view struct {
 	Metadata  map[string]string `json:"metadata"`
 	CreatedAt string            `json:"created_at"`
 	UpdatedAt string            `json:"updated_at"`
+	Version   int64             `json:"version"`
 }
 
 // MarshalJSON renders the public payment object.
@@ -313,7 +317,7 @@ func (p *Payment) view() view {
 		AmountRefunded: p.AmountRefunded, FailureCode: nullable(p.FailureCode),
 		FailureMessage: nullable(p.FailureMessage), Metadata: md,
 		NextAction: p.NextAction, ClientSecret: nullable(p.ClientSecret), Disputes: nonNilDisputes(p.Disputes),
-		CreatedAt: FormatTime(p.CreatedAt), UpdatedAt: FormatTime(p.UpdatedAt),
+		CreatedAt: FormatTime(p.CreatedAt), UpdatedAt: FormatTime(p.UpdatedAt), Version: max(p.Version, 1),
 	}
 }
 

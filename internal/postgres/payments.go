@@ -150,14 +150,18 @@ func (t *paymentTx) PaymentUpdate(ctx context.Context, p *payment.Payment) error
 		}
 		next = b
 	}
-	_, err := t.q.PaymentUpdateState(ctx, dbsqlc.PaymentUpdateStateParams{
+	row, err := t.q.PaymentUpdateState(ctx, dbsqlc.PaymentUpdateStateParams{
 		ID: p.ID, Status: string(p.Status), Attempt: int32(p.Attempt),
 		ProviderPaymentID: strPtr(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, ProviderAmountRefunded: p.ProviderAmountRefunded, FailureCode: strPtr(p.FailureCode),
 		FailureMessage: strPtr(p.FailureMessage), NextAction: next, ClientSecret: strPtr(p.ClientSecret),
 		ActionExpiresAt: p.ActionExpiresAt, Now: p.UpdatedAt,
 	})
-	return translate(err)
+	if err != nil {
+		return translate(err)
+	}
+	p.Version = row.Version
+	return nil
 }
 
 func (t *paymentTx) PaymentSetDisputes(ctx context.Context, p *payment.Payment) error {
@@ -165,7 +169,12 @@ func (t *paymentTx) PaymentSetDisputes(ctx context.Context, p *payment.Payment) 
 	if err != nil {
 		return err
 	}
-	return translate(t.q.PaymentSetDisputes(ctx, dbsqlc.PaymentSetDisputesParams{ID: p.ID, Disputes: b, Now: p.UpdatedAt}))
+	v, err := t.q.PaymentSetDisputes(ctx, dbsqlc.PaymentSetDisputesParams{ID: p.ID, Disputes: b, Now: p.UpdatedAt})
+	if err != nil {
+		return translate(err)
+	}
+	p.Version = v
+	return nil
 }
 
 func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error {
@@ -248,7 +257,7 @@ func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
 		return nil, err
 	}
 	return &payment.Payment{
-		Disputes: disputes,
+		Disputes: disputes, Version: r.Version,
 		ID:       r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt),
 		Amount: r.Amount, Currency: r.Currency, CaptureMethod: r.CaptureMethod,
 		PaymentMethod: r.PaymentMethod, CustomerID: r.CustomerID, Description: r.Description,

@@ -133,6 +133,7 @@ type Payment struct {
 	ClientSecret           *string
 	ActionExpiresAt        *time.Time
 	Disputes               []byte
+	Version                int64
 }
 
 type PaymentStatusCount struct {
@@ -158,6 +159,18 @@ type Refund struct {
 	UpdatedAt        time.Time
 }
 
+type WebhookAttempt struct {
+	ID         int64
+	AccountID  string
+	EndpointID string
+	EventID    string
+	At         time.Time
+	StatusCode int32
+	DurationMs int64
+	Outcome    string
+	Response   string
+}
+
 type WebhookDelivery struct {
 	AccountID  string
 	EventID    string
@@ -165,4 +178,23 @@ type WebhookDelivery struct {
 	Outcome    string
 	PaymentID  *string
 	ReceivedAt time.Time
+}
+
+type WebhookEndpoint struct {
+	ID                string
+	AccountID         string
+	Url               string
+	EnabledEvents     []string
+	Description       string
+	Status            string
+	SecretEnc         []byte
+	PreviousSecretEnc []byte
+	PreviousExpiresAt *time.Time
+	CreateKeyHash     []byte
+	CreateFingerprint []byte
+	RotateKeyHash     []byte
+	FailingSince      *time.Time
+	DeletedAt         *time.Time
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }

@@ -47,7 +47,7 @@ func (q *Queries) PaymentCountByStatus(ctx context.Context) ([]PaymentCountBySta
 }
 
 const paymentGetAnyAccount = `-- name: PaymentGetAnyAccount :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments WHERE id = $1
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version FROM payments WHERE id = $1
 `
 
 func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment, error) {
@@ -80,12 +80,13 @@ func (q *Queries) PaymentGetAnyAccount(ctx context.Context, id string) (Payment,
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
 		&i.Disputes,
+		&i.Version,
 	)
 	return i, err
 }
 
 const paymentGetByID = `-- name: PaymentGetByID :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments WHERE account_id = $1 AND id = $2
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version FROM payments WHERE account_id = $1 AND id = $2
 `
 
 type PaymentGetByIDParams struct {
@@ -123,12 +124,13 @@ func (q *Queries) PaymentGetByID(ctx context.Context, arg PaymentGetByIDParams) 
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
 		&i.Disputes,
+		&i.Version,
 	)
 	return i, err
 }
 
 const paymentGetByIDForUpdate = `-- name: PaymentGetByIDForUpdate :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments WHERE account_id = $1 AND id = $2 FOR UPDATE
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version FROM payments WHERE account_id = $1 AND id = $2 FOR UPDATE
 `
 
 type PaymentGetByIDForUpdateParams struct {
@@ -168,12 +170,13 @@ func (q *Queries) PaymentGetByIDForUpdate(ctx context.Context, arg PaymentGetByI
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
 		&i.Disputes,
+		&i.Version,
 	)
 	return i, err
 }
 
 const paymentGetByProviderID = `-- name: PaymentGetByProviderID :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version FROM payments
 WHERE account_id = $1 AND provider_payment_id = $2
 ORDER BY created_at DESC
 LIMIT 1
@@ -214,12 +217,13 @@ func (q *Queries) PaymentGetByProviderID(ctx context.Context, arg PaymentGetByPr
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
 		&i.Disputes,
+		&i.Version,
 	)
 	return i, err
 }
 
 const paymentGetLiveByOrder = `-- name: PaymentGetLiveByOrder :one
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version FROM payments
 WHERE account_id = $1 AND order_id = $2
   AND status IN ('processing', 'unknown', 'requires_action', 'pending', 'authorized', 'captured')
 `
@@ -259,6 +263,7 @@ func (q *Queries) PaymentGetLiveByOrder(ctx context.Context, arg PaymentGetLiveB
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
 		&i.Disputes,
+		&i.Version,
 	)
 	return i, err
 }
@@ -268,7 +273,7 @@ INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, captu
                       customer_id, description, metadata, method_options, status, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $11, $12, $13, $14, $14)
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes
+RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version
 `
 
 type PaymentInsertParams struct {
@@ -333,12 +338,13 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (P
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
 		&i.Disputes,
+		&i.Version,
 	)
 	return i, err
 }
 
 const paymentListByOrder = `-- name: PaymentListByOrder :many
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version FROM payments
 WHERE account_id = $1 AND order_id = $2
 ORDER BY created_at, attempt
 LIMIT $3
@@ -386,6 +392,7 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 			&i.ClientSecret,
 			&i.ActionExpiresAt,
 			&i.Disputes,
+			&i.Version,
 		); err != nil {
 			return nil, err
 		}
@@ -398,7 +405,7 @@ func (q *Queries) PaymentListByOrder(ctx context.Context, arg PaymentListByOrder
 }
 
 const paymentListFinalChanged = `-- name: PaymentListFinalChanged :many
-SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes FROM payments
+SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version FROM payments
 WHERE status IN ('authorized', 'captured', 'declined', 'failed', 'canceled')
   AND updated_at >= $1
   AND ($2::text = '' OR (updated_at, id) > ($3::timestamptz, $2::text))
@@ -455,6 +462,7 @@ func (q *Queries) PaymentListFinalChanged(ctx context.Context, arg PaymentListFi
 			&i.ClientSecret,
 			&i.ActionExpiresAt,
 			&i.Disputes,
+			&i.Version,
 		); err != nil {
 			return nil, err
 		}
@@ -467,7 +475,7 @@ func (q *Queries) PaymentListFinalChanged(ctx context.Context, arg PaymentListFi
 }
 
 const paymentListStuck = `-- name: PaymentListStuck :many
-SELECT p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded, p.method_options, p.next_action, p.client_secret, p.action_expires_at, p.disputes,
+SELECT p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded, p.method_options, p.next_action, p.client_secret, p.action_expires_at, p.disputes, p.version,
        EXISTS (SELECT 1 FROM attempts a
                WHERE a.payment_id = p.id AND a.status IN ('processing', 'unknown')
                  AND a.created_at < $1)::boolean AS needs_attention
@@ -540,6 +548,7 @@ func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckPara
 			&i.Payment.ClientSecret,
 			&i.Payment.ActionExpiresAt,
 			&i.Payment.Disputes,
+			&i.Payment.Version,
 			&i.NeedsAttention,
 		); err != nil {
 			return nil, err
@@ -552,8 +561,9 @@ func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckPara
 	return items, nil
 }
 
-const paymentSetDisputes = `-- name: PaymentSetDisputes :exec
-UPDATE payments SET disputes = $1, updated_at = $2 WHERE id = $3
+const paymentSetDisputes = `-- name: PaymentSetDisputes :one
+UPDATE payments SET disputes = $1, updated_at = $2, version = version + 1 WHERE id = $3
+RETURNING version
 `
 
 type PaymentSetDisputesParams struct {
@@ -562,9 +572,11 @@ type PaymentSetDisputesParams struct {
 	ID       string
 }
 
-func (q *Queries) PaymentSetDisputes(ctx context.Context, arg PaymentSetDisputesParams) error {
-	_, err := q.db.Exec(ctx, paymentSetDisputes, arg.Disputes, arg.Now, arg.ID)
-	return err
+func (q *Queries) PaymentSetDisputes(ctx context.Context, arg PaymentSetDisputesParams) (int64, error) {
+	row := q.db.QueryRow(ctx, paymentSetDisputes, arg.Disputes, arg.Now, arg.ID)
+	var version int64
+	err := row.Scan(&version)
+	return version, err
 }
 
 const paymentStatusCountsFold = `-- name: PaymentStatusCountsFold :exec
@@ -593,9 +605,9 @@ SET status = $1, attempt = $2, provider_payment_id = $3,
     provider_amount_refunded = $6,
     failure_code = $7, failure_message = $8,
     next_action = $9, client_secret = $10, action_expires_at = $11,
-    updated_at = $12
+    updated_at = $12, version = version + 1
 WHERE id = $13
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes
+RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version
 `
 
 type PaymentUpdateStateParams struct {
@@ -658,6 +670,7 @@ func (q *Queries) PaymentUpdateState(ctx context.Context, arg PaymentUpdateState
 		&i.ClientSecret,
 		&i.ActionExpiresAt,
 		&i.Disputes,
+		&i.Version,
 	)
 	return i, err
 }

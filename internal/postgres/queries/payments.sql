@@ -31,7 +31,7 @@ SET status = @status, attempt = @attempt, provider_payment_id = @provider_paymen
     provider_amount_refunded = @provider_amount_refunded,
     failure_code = @failure_code, failure_message = @failure_message,
     next_action = @next_action, client_secret = @client_secret, action_expires_at = @action_expires_at,
-    updated_at = @now
+    updated_at = @now, version = version + 1
 WHERE id = @id
 RETURNING *;
 
@@ -90,5 +90,6 @@ WHERE status IN ('authorized', 'captured', 'declined', 'failed', 'canceled')
 ORDER BY updated_at, id
 LIMIT @max_rows;
 
--- name: PaymentSetDisputes :exec
-UPDATE payments SET disputes = @disputes, updated_at = @now WHERE id = @id;
+-- name: PaymentSetDisputes :one
+UPDATE payments SET disputes = @disputes, updated_at = @now, version = version + 1 WHERE id = @id
+RETURNING version;
