@@ -140,10 +140,10 @@ type Payment struct {
 	ClientSecret    string
 	ActionExpiresAt *time.Time
 	// Disputes the provider reported, oldest first (CONTRACT §14).
-	Disputes  []Dispute
+	Disputes []Dispute
 	// Version grows by one with every change of the payment, so a consumer
 	// of events can drop a stale snapshot (CONTRACT §3).
-	Version int64
+	Version   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -258,7 +258,7 @@ func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
 	}
 	return &payment.Payment{
 		Disputes: disputes, Version: r.Version,
-		ID:       r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt),
+		ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt),
 		Amount: r.Amount, Currency: r.Currency, CaptureMethod: r.CaptureMethod,
 		PaymentMethod: r.PaymentMethod, CustomerID: r.CustomerID, Description: r.Description,
 		Metadata: md, Status: payment.Status(r.Status), ProviderPaymentID: deref(r.ProviderPaymentID),
