@@ -7,6 +7,9 @@
 -- delivery. Existing rows start at 1.
 ALTER TABLE payments ADD COLUMN version bigint NOT NULL DEFAULT 1;
 
+-- webhook_endpoint.disabled is an event of an endpoint, not of a payment.
+ALTER TABLE events ALTER COLUMN payment_id DROP NOT NULL;
+
 CREATE TABLE webhook_endpoints (
     id                  text PRIMARY KEY,
     account_id          text NOT NULL REFERENCES accounts (id),
@@ -58,4 +61,6 @@ CREATE INDEX webhook_attempts_event ON webhook_attempts (event_id, id);
 -- +goose Down
 DROP TABLE webhook_attempts;
 DROP TABLE webhook_endpoints;
+DELETE FROM events WHERE payment_id IS NULL;
+ALTER TABLE events ALTER COLUMN payment_id SET NOT NULL;
 ALTER TABLE payments DROP COLUMN version;

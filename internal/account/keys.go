@@ -245,3 +245,14 @@ func (s *Service) resealAccount(r Row) (Row, bool, error) {
 	}
 	return r, changed, nil
 }
+
+// Seal encrypts a secret of another feature (a webhook endpoint's signing
+// secret) with the current ENCRYPTION_KEY, like provider secrets.
+func (s *Service) Seal(plain string) []byte { return s.current.seal(plain) }
+
+// Open decrypts what Seal returned, with the current key or the previous
+// one during a key rotation.
+func (s *Service) Open(sealed []byte) (string, error) {
+	plain, _, err := s.unseal(sealed)
+	return plain, err
+}

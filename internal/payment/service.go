@@ -167,7 +167,12 @@ func (s *Service) emit(ctx context.Context, tx Tx, p *Payment, eventType string)
 		return err
 	}
 	ev.Payload = payload
-	return tx.EventInsert(ctx, ev)
+	if err := tx.EventInsert(ctx, ev); err != nil {
+		return err
+	}
+	// Merchant webhooks: enqueued with the event, so a rollback sends
+	// nothing and a commit loses nothing.
+	return tx.WebhooksEnqueue(ctx, ev)
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -108,6 +108,9 @@ type Tx interface {
 
 	AuditInsert(ctx context.Context, e AuditEntry) error
 	EventInsert(ctx context.Context, e Event) error
+	// WebhooksEnqueue is the outbox of merchant webhooks: a delivery job per
+	// endpoint that takes the event, written in this transaction.
+	WebhooksEnqueue(ctx context.Context, e Event) error
 	// DeliveryInsert stores a webhook delivery; false when its event id was
 	// already delivered.
 	DeliveryInsert(ctx context.Context, d Delivery) (bool, error)

@@ -37,7 +37,7 @@ func (s *ConsoleStore) PaymentCountByStatus(ctx context.Context) (map[string]int
 // EventListByPayment lists a payment's events in feed order, at most
 // limit, without their snapshots.
 func (s *ConsoleStore) EventListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Event, error) {
-	rows, err := s.db.q.EventListByPayment(ctx, dbsqlc.EventListByPaymentParams{AccountID: accountID, PaymentID: paymentID, MaxRows: int32(limit)})
+	rows, err := s.db.q.EventListByPayment(ctx, dbsqlc.EventListByPaymentParams{AccountID: accountID, PaymentID: &paymentID, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err)
 	}

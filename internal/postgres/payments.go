@@ -24,7 +24,7 @@ var _ payment.Store = (*PaymentStore)(nil)
 // the race for a key read the winner's record after waiting on its lock.
 func (s *PaymentStore) WithTx(ctx context.Context, fn func(payment.Tx) error) error {
 	return withTx(ctx, s.db, func(tx pgx.Tx) error {
-		return fn(&paymentTx{tx: tx, q: s.db.q.WithTx(tx)})
+		return fn(&paymentTx{tx: tx, q: s.db.q.WithTx(tx), river: s.db.river})
 	})
 }
 
@@ -67,8 +67,9 @@ func (s *PaymentStore) PaymentLiveByOrder(ctx context.Context, accountID, orderI
 }
 
 type paymentTx struct {
-	tx pgx.Tx // for tests that inspect the transaction's session
-	q  *dbsqlc.Queries
+	tx    pgx.Tx
+	q     *dbsqlc.Queries
+	river *River
 }
 
 func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (int64, bool, error) {
@@ -218,7 +219,7 @@ func (t *paymentTx) AuditInsert(ctx context.Context, e payment.AuditEntry) error
 
 func (t *paymentTx) EventInsert(ctx context.Context, e payment.Event) error {
 	return translate(t.q.EventInsert(ctx, dbsqlc.EventInsertParams{
-		ID: e.ID, AccountID: e.AccountID, PaymentID: e.PaymentID, Type: e.Type,
+		ID: e.ID, AccountID: e.AccountID, PaymentID: strPtr(e.PaymentID), Type: e.Type,
 		Payload: e.Payload, CreatedAt: e.CreatedAt}))
 }
 

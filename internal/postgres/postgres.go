@@ -35,6 +35,8 @@ type DB struct {
 	// timeouts again with SET LOCAL, in the same round trip.
 	beginSQL string
 	health   *health
+	// river enqueues webhook deliveries inside payment transactions.
+	river *River
 }
 
 // Option adjusts the pool configuration.
@@ -107,7 +109,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: ping: %w%s", err, poolerHint(err))
 	}
-	return &DB{Pool: pool, q: dbsqlc.New(pool), beginSQL: beginSQL(cfg.ConnConfig.RuntimeParams), health: h}, nil
+	inserter, err := newInserter(pool)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: job queue: %w", err)
+	}
+	return &DB{Pool: pool, q: dbsqlc.New(pool), beginSQL: beginSQL(cfg.ConnConfig.RuntimeParams), health: h, river: inserter}, nil
 }
 
 // beginSQL is BEGIN with the session timeouts of params as SET LOCAL.
@@ -209,6 +216,11 @@ func Migrate(ctx context.Context, db *DB) error {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	// River's own tables (webhook delivery jobs), after ours, on the same
+	// direct connection settings.
+	if err := migrateRiver(ctx, db); err != nil {
+		return fmt.Errorf("postgres: migrate job queue: %w", err)
 	}
 	return nil
 }

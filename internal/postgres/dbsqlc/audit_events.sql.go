@@ -129,7 +129,7 @@ VALUES ($1, $2, $3, $4, $5, $6)
 type EventInsertParams struct {
 	ID        string
 	AccountID string
-	PaymentID string
+	PaymentID *string
 	Type      string
 	Payload   []byte
 	CreatedAt time.Time

@@ -19,7 +19,7 @@ LIMIT $3
 
 type EventListByPaymentParams struct {
 	AccountID string
-	PaymentID string
+	PaymentID *string
 	MaxRows   int32
 }
 

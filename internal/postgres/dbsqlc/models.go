@@ -80,7 +80,7 @@ type EncryptionCanary struct {
 type Event struct {
 	ID        string
 	AccountID string
-	PaymentID string
+	PaymentID *string
 	Type      string
 	Payload   []byte
 	CreatedAt time.Time

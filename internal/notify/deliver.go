@@ -1,0 +1,226 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// DeliverArgs is one delivery: an event to an endpoint. The job carries
+// ids only; the body is read at each attempt.
+type DeliverArgs struct {
+	AccountID  string `json:"account_id"`
+	EndpointID string `json:"endpoint_id"`
+	EventID    string `json:"event_id"`
+}
+
+// Kind names the job in River's tables.
+func (DeliverArgs) Kind() string { return "webhook_delivery" }
+
+// Queue is River's queue of deliveries.
+const Queue = "webhooks"
+
+// Timing of deliveries (CONTRACT §13).
+const (
+	// Timeout bounds one attempt.
+	Timeout = 10 * time.Second
+	// RetryFor is how long a delivery is retried before it is failed.
+	RetryFor = 3 * 24 * time.Hour
+	// DisableAfter is how long an endpoint may fail every delivery before
+	// it is disabled.
+	DisableAfter = 5 * 24 * time.Hour
+	// firstRetry is the base of the backoff: the first retry comes within
+	// 30 s of the failure, jitter included.
+	firstRetry = 20 * time.Second
+	// maxBackoff caps one wait, so the 3 days hold enough attempts.
+	maxBackoff = 6 * time.Hour
+	// responseExcerpt is how much of an answer's body is kept.
+	responseExcerpt = 1024
+)
+
+// Backoff is the wait before retry n (1 for the first retry), jitter
+// excluded: 20 s, 40 s, 80 s, … up to 6 h.
+func Backoff(n int) time.Duration {
+	d := float64(firstRetry) * math.Pow(2, float64(n-1))
+	if d > float64(maxBackoff) {
+		return maxBackoff
+	}
+	return time.Duration(d)
+}
+
+// jitter adds up to half the backoff, capped so the first retry stays
+// within 30 s.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// MaxAttempts is how many attempts the backoff fits into RetryFor, with
+// the largest jitter: River fails the job after the last.
+var MaxAttempts = func() int {
+	var total time.Duration
+	n := 1
+	for {
+		next := Backoff(n) * 3 / 2
+		if total+next > RetryFor {
+			return n
+		}
+		total += next
+		n++
+	}
+}()
+
+// Target is what the worker needs to reach one endpoint for one event.
+type Target struct {
+	Endpoint *Endpoint
+	EventID  string
+	// Body is the event as the feed serves it, plus its cursor.
+	Body []byte
+}
+
+// DeliveryStore is what the worker needs.
+type DeliveryStore interface {
+	// DeliveryTarget reads the endpoint (deleted ones too) and the event.
+	DeliveryTarget(ctx context.Context, a DeliverArgs) (Target, error)
+	// AttemptRecord stores one attempt and updates the endpoint's failing
+	// streak: a success clears it, a failure starts it if none runs. A
+	// failure whose streak began before disableBefore disables the
+	// endpoint and writes its webhook_endpoint.disabled event.
+	AttemptRecord(ctx context.Context, a Attempt, disableBefore time.Time) error
+}
+
+// Worker delivers one event to one endpoint per attempt.
+type Worker struct {
+	river.WorkerDefaults[DeliverArgs]
+	Store  DeliveryStore
+	Seal   Sealer
+	Guard  Guard
+	Now    func() time.Time
+	client *http.Client
+}
+
+// NewWorker checks its dependencies.
+func NewWorker(store DeliveryStore, seal Sealer, guard Guard, now func() time.Time) (*Worker, error) {
+	if store == nil || seal == nil {
+		return nil, errors.New("notify: worker store and sealer are required")
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Worker{Store: store, Seal: seal, Guard: guard, Now: now, client: guard.Client(Timeout)}, nil
+}
+
+// NextRetry is the exponential backoff with jitter.
+func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	return w.Now().Add(jitter(Backoff(job.Attempt)))
+}
+
+// Timeout leaves River room around the HTTP timeout.
+func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return Timeout + 20*time.Second }
+
+// errGone ends a delivery that no longer has a destination.
+var errGone = errors.New("endpoint deleted or disabled")
+
+// Work makes one attempt. An error makes River retry (or fail the job
+// after MaxAttempts); the attempt is recorded either way.
+func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	t, err := w.Store.DeliveryTarget(ctx, job.Args)
+	if err != nil {
+		return err
+	}
+	if t.Endpoint.Status != StatusEnabled {
+		return river.JobCancel(errGone)
+	}
+	start := w.Now()
+	code, excerpt, sendErr := w.send(ctx, t, start)
+	a := Attempt{AccountID: job.Args.AccountID, EndpointID: job.Args.EndpointID, EventID: job.Args.EventID,
+		At: start.UTC(), StatusCode: code, Duration: w.Now().Sub(start), Response: excerpt, Outcome: OutcomeSucceeded}
+	if sendErr != nil {
+		a.Outcome = OutcomeRetrying
+		if job.Attempt >= job.MaxAttempts {
+			a.Outcome = OutcomeFailed
+		}
+	}
+	if err := w.Store.AttemptRecord(ctx, a, start.Add(-DisableAfter)); err != nil {
+		return err
+	}
+	return sendErr
+}
+
+// send makes the request; a non-2xx answer is an error.
+func (w *Worker) send(ctx context.Context, t Target, at time.Time) (int, string, error) {
+	// DNS may have changed since creation; the dialer checks the address
+	// actually connected as well.
+	if err := w.Guard.CheckURL(ctx, t.Endpoint.URL); err != nil {
+		return 0, "refused: " + err.Error(), err
+	}
+	sig, err := w.sign(t, at)
+	if err != nil {
+		return 0, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Endpoint.URL, bytes.NewReader(t.Body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "acmepay-webhooks/1")
+	req.Header.Set(standardwebhooks.HeaderWebhookID, eventID(t))
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	resp, err := w.client.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrAddressRefused) {
+			return 0, "refused: " + ErrAddressRefused.Error(), err
+		}
+		return 0, "no answer", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, responseExcerpt))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
+	excerpt := strings.ToValidUTF8(string(b), "\uFFFD")
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, excerpt, fmt.Errorf("endpoint answered %d", resp.StatusCode)
+	}
+	return resp.StatusCode, excerpt, nil
+}
+
+// sign signs with the current secret and, during a rotation, the previous
+// one too: space-separated entries, as Standard Webhooks has it.
+func (w *Worker) sign(t Target, at time.Time) (string, error) {
+	encs := [][]byte{t.Endpoint.SecretEnc}
+	if t.Endpoint.PreviousSecretEnc != nil && t.Endpoint.PreviousExpiresAt != nil && at.Before(*t.Endpoint.PreviousExpiresAt) {
+		encs = append(encs, t.Endpoint.PreviousSecretEnc)
+	}
+	var sigs []string
+	for _, enc := range encs {
+		secret, err := w.Seal.Open(enc)
+		if err != nil {
+			return "", err
+		}
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			return "", err
+		}
+		s, err := wh.Sign(eventID(t), at, t.Body)
+		if err != nil {
+			return "", err
+		}
+		sigs = append(sigs, s)
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// eventID is the webhook-id: the event's id, the same on every retry.
+func eventID(t Target) string { return t.EventID }

@@ -1,0 +1,339 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/acmepay/payments/internal/notify"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// River is the job queue of webhook deliveries, on this database.
+type River = river.Client[pgx.Tx]
+
+// newInserter is the insert-only River client every store enqueues with:
+// no queues, no leader, no notifier, so it needs no session of its own and
+// works through a transaction pooler.
+func newInserter(pool *pgxpool.Pool) (*River, error) {
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{})
+}
+
+// RiverWorkerConfig sets up the client that works deliveries in serve.
+type RiverWorkerConfig struct {
+	Worker *notify.Worker
+	// PollOnly runs without LISTEN/NOTIFY, for a pool behind a transaction
+	// pooler; otherwise the pool must be a direct one (the notifier and
+	// leader election hold a session).
+	PollOnly    bool
+	MaxWorkers  int
+	PollEvery   time.Duration
+	ErrorLogger func(msg string, err error)
+}
+
+// NewRiverWorker returns a client that works webhook deliveries; Start it
+// and Stop it with the service.
+func NewRiverWorker(db *DB, c RiverWorkerConfig) (*River, error) {
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, c.Worker); err != nil {
+		return nil, err
+	}
+	return river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
+		Queues:            map[string]river.QueueConfig{notify.Queue: {MaxWorkers: max(c.MaxWorkers, 1)}},
+		Workers:           workers,
+		PollOnly:          c.PollOnly,
+		FetchPollInterval: c.PollEvery,
+		MaxAttempts:       notify.MaxAttempts,
+	})
+}
+
+// riverMigrationLock serializes River's migrations between instances
+// starting at once; a transaction lock, held by the migrating transaction.
+const riverMigrationLock = 0x7269766572 // "river"
+
+// migrateRiver applies River's own migrations, in one transaction on the
+// migration connection settings (no statement or lock timeout).
+func migrateRiver(ctx context.Context, db *DB) error {
+	cfg := db.Pool.Config()
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "0"
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "0"
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(riverMigrationLock)); err != nil {
+			return err
+		}
+		_, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil)
+		return err
+	})
+}
+
+// enqueueTx inserts one delivery job per enabled endpoint of the account
+// that takes the event type, in the event's transaction: if it rolls back,
+// nothing is sent.
+func enqueueTx(ctx context.Context, r *River, tx pgx.Tx, q *dbsqlc.Queries, accountID, eventID, eventType string) error {
+	ids, err := q.WebhookEndpointsMatching(ctx, dbsqlc.WebhookEndpointsMatchingParams{AccountID: accountID, Type: eventType})
+	if err != nil || len(ids) == 0 {
+		return translate(err)
+	}
+	params := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		params[i] = river.InsertManyParams{
+			Args:       notify.DeliverArgs{AccountID: accountID, EndpointID: id, EventID: eventID},
+			InsertOpts: &river.InsertOpts{Queue: notify.Queue, MaxAttempts: notify.MaxAttempts},
+		}
+	}
+	if _, err := r.InsertManyTx(ctx, tx, params); err != nil {
+		return translate(err)
+	}
+	return nil
+}
+
+// WebhooksEnqueue is the outbox: called right after EventInsert, in the
+// same transaction.
+func (t *paymentTx) WebhooksEnqueue(ctx context.Context, e payment.Event) error {
+	return enqueueTx(ctx, t.river, t.tx, t.q, e.AccountID, e.ID, e.Type)
+}
+
+// WebhookStore keeps endpoints and attempts.
+type WebhookStore struct{ db *DB }
+
+// NewWebhookStore returns the store on db.
+func NewWebhookStore(db *DB) *WebhookStore { return &WebhookStore{db: db} }
+
+var (
+	_ notify.Store         = (*WebhookStore)(nil)
+	_ notify.DeliveryStore = (*WebhookStore)(nil)
+)
+
+func endpointFromRow(r dbsqlc.WebhookEndpoint) *notify.Endpoint {
+	return &notify.Endpoint{ID: r.ID, AccountID: r.AccountID, URL: r.Url, EnabledEvents: r.EnabledEvents,
+		Description: r.Description, Status: r.Status, SecretEnc: r.SecretEnc, PreviousSecretEnc: r.PreviousSecretEnc,
+		PreviousExpiresAt: r.PreviousExpiresAt, CreateKeyHash: r.CreateKeyHash, CreateFingerprint: r.CreateFingerprint,
+		RotateKeyHash: r.RotateKeyHash, FailingSince: r.FailingSince, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// EndpointInsert stores e, or finds the endpoint created with its key.
+func (s *WebhookStore) EndpointInsert(ctx context.Context, e *notify.Endpoint) (*notify.Endpoint, bool, error) {
+	row, err := s.db.q.WebhookEndpointInsert(ctx, dbsqlc.WebhookEndpointInsertParams{
+		ID: e.ID, AccountID: e.AccountID, Url: e.URL, EnabledEvents: e.EnabledEvents, Description: e.Description,
+		SecretEnc: e.SecretEnc, CreateKeyHash: e.CreateKeyHash, CreateFingerprint: e.CreateFingerprint, Now: e.CreatedAt})
+	if errors.Is(err, pgx.ErrNoRows) {
+		row, err = s.db.q.WebhookEndpointByCreateKey(ctx, dbsqlc.WebhookEndpointByCreateKeyParams{
+			AccountID: e.AccountID, CreateKeyHash: e.CreateKeyHash})
+		if err != nil {
+			return nil, false, translate(err)
+		}
+		return endpointFromRow(row), false, nil
+	}
+	if err != nil {
+		return nil, false, translate(err)
+	}
+	return endpointFromRow(row), true, nil
+}
+
+func (s *WebhookStore) EndpointGet(ctx context.Context, accountID, id string) (*notify.Endpoint, error) {
+	row, err := s.db.q.WebhookEndpointGet(ctx, dbsqlc.WebhookEndpointGetParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return endpointFromRow(row), nil
+}
+
+func (s *WebhookStore) EndpointGetAny(ctx context.Context, id string) (*notify.Endpoint, error) {
+	row, err := s.db.q.WebhookEndpointGetAny(ctx, id)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return endpointFromRow(row), nil
+}
+
+func (s *WebhookStore) EndpointList(ctx context.Context, accountID, after string, limit int) ([]*notify.Endpoint, error) {
+	rows, err := s.db.q.WebhookEndpointList(ctx, dbsqlc.WebhookEndpointListParams{AccountID: accountID, AfterID: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*notify.Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = endpointFromRow(r)
+	}
+	return out, nil
+}
+
+func (s *WebhookStore) EndpointUpdate(ctx context.Context, e *notify.Endpoint, now time.Time) (*notify.Endpoint, error) {
+	row, err := s.db.q.WebhookEndpointUpdate(ctx, dbsqlc.WebhookEndpointUpdateParams{
+		Url: e.URL, EnabledEvents: e.EnabledEvents, Description: e.Description, Status: e.Status,
+		Now: now, AccountID: e.AccountID, ID: e.ID})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return endpointFromRow(row), nil
+}
+
+func (s *WebhookStore) EndpointDelete(ctx context.Context, accountID, id string, now time.Time) error {
+	_, err := s.db.q.WebhookEndpointDelete(ctx, dbsqlc.WebhookEndpointDeleteParams{Now: &now, AccountID: accountID, ID: id})
+	return translate(err)
+}
+
+func (s *WebhookStore) EndpointRotate(ctx context.Context, accountID, id string, secretEnc, keyHash []byte, previousExpiresAt, now time.Time) (*notify.Endpoint, error) {
+	row, err := s.db.q.WebhookEndpointRotate(ctx, dbsqlc.WebhookEndpointRotateParams{
+		PreviousExpiresAt: &previousExpiresAt, SecretEnc: secretEnc, RotateKeyHash: keyHash, Now: now,
+		AccountID: accountID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return endpointFromRow(row), nil
+}
+
+func webhookAttemptsFromRows(rows []dbsqlc.WebhookAttempt) []notify.Attempt {
+	out := make([]notify.Attempt, len(rows))
+	for i, r := range rows {
+		out[i] = notify.Attempt{ID: r.ID, AccountID: r.AccountID, EndpointID: r.EndpointID, EventID: r.EventID,
+			At: r.At, StatusCode: int(r.StatusCode), Duration: time.Duration(r.DurationMs) * time.Millisecond,
+			Outcome: r.Outcome, Response: r.Response}
+	}
+	return out
+}
+
+func (s *WebhookStore) AttemptsByEndpoint(ctx context.Context, accountID, endpointID string, after int64, limit int) ([]notify.Attempt, error) {
+	rows, err := s.db.q.WebhookAttemptsByEndpoint(ctx, dbsqlc.WebhookAttemptsByEndpointParams{
+		AccountID: accountID, EndpointID: endpointID, AfterID: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return webhookAttemptsFromRows(rows), nil
+}
+
+func (s *WebhookStore) AttemptsByEvent(ctx context.Context, accountID, eventID string, after int64, limit int) ([]notify.Attempt, error) {
+	rows, err := s.db.q.WebhookAttemptsByEvent(ctx, dbsqlc.WebhookAttemptsByEventParams{
+		AccountID: accountID, EventID: eventID, AfterID: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return webhookAttemptsFromRows(rows), nil
+}
+
+// Redeliver enqueues the event again for its matching endpoints.
+func (s *WebhookStore) Redeliver(ctx context.Context, accountID, eventID string) error {
+	return withTx(ctx, s.db, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		ev, err := q.EventGetForDelivery(ctx, dbsqlc.EventGetForDeliveryParams{AccountID: accountID, ID: eventID})
+		if err != nil {
+			return translate(err)
+		}
+		return enqueueTx(ctx, s.db.river, tx, q, accountID, eventID, ev.Type)
+	})
+}
+
+// DeliveryTarget reads the endpoint and the event's body: the event as the
+// feed serves it with its cursor added.
+func (s *WebhookStore) DeliveryTarget(ctx context.Context, a notify.DeliverArgs) (notify.Target, error) {
+	e, err := s.db.q.WebhookEndpointGetAny(ctx, a.EndpointID)
+	if err != nil {
+		return notify.Target{}, translate(err)
+	}
+	ev, err := s.db.q.EventGetForDelivery(ctx, dbsqlc.EventGetForDeliveryParams{AccountID: a.AccountID, ID: a.EventID})
+	if err != nil {
+		return notify.Target{}, translate(err)
+	}
+	xid, err := strconv.ParseUint(ev.Xid, 10, 64)
+	if err != nil {
+		return notify.Target{}, fmt.Errorf("postgres: event xid: %w", err)
+	}
+	body, err := withCursor(ev.Payload, payment.FeedPosition{Xid: xid, Seq: ev.Seq}.String())
+	if err != nil {
+		return notify.Target{}, err
+	}
+	ep := endpointFromRow(e)
+	if e.DeletedAt != nil {
+		ep.Status = notify.StatusDisabled
+	}
+	return notify.Target{Endpoint: ep, EventID: a.EventID, Body: body}, nil
+}
+
+// withCursor appends "cursor" to the stored event object. jsonb gives the
+// object back with its keys in its own order; the feed serves the same.
+func withCursor(payload []byte, cursor string) ([]byte, error) {
+	p := bytes.TrimSpace(payload)
+	if len(p) < 2 || p[len(p)-1] != '}' {
+		return nil, errors.New("postgres: event payload is not an object")
+	}
+	c, err := json.Marshal(cursor)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte{}, p[:len(p)-1]...)
+	if len(p) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"cursor":`...)
+	out = append(out, c...)
+	return append(out, '}'), nil
+}
+
+// AttemptRecord stores an attempt and the endpoint's failing streak; an
+// endpoint failing since before disableBefore is disabled, with its event.
+func (s *WebhookStore) AttemptRecord(ctx context.Context, a notify.Attempt, disableBefore time.Time) error {
+	return withTx(ctx, s.db, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		if err := q.WebhookAttemptInsert(ctx, dbsqlc.WebhookAttemptInsertParams{
+			AccountID: a.AccountID, EndpointID: a.EndpointID, EventID: a.EventID, At: a.At,
+			StatusCode: int32(a.StatusCode), DurationMs: a.Duration.Milliseconds(), Outcome: a.Outcome, Response: a.Response,
+		}); err != nil {
+			return translate(err)
+		}
+		if a.Outcome == notify.OutcomeSucceeded {
+			return translate(q.WebhookEndpointDelivered(ctx, a.EndpointID))
+		}
+		since, err := q.WebhookEndpointFailed(ctx, dbsqlc.WebhookEndpointFailedParams{Now: &a.At, ID: a.EndpointID})
+		if err != nil {
+			return translate(err)
+		}
+		if since == nil || !since.Before(disableBefore) {
+			return nil
+		}
+		row, err := q.WebhookEndpointDisable(ctx, dbsqlc.WebhookEndpointDisableParams{Now: a.At, ID: a.EndpointID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // already disabled
+		}
+		if err != nil {
+			return translate(err)
+		}
+		ev := payment.Event{ID: payment.NewID("evt"), AccountID: a.AccountID, Type: "webhook_endpoint.disabled", CreatedAt: a.At}
+		ev.Payload, err = json.Marshal(struct {
+			ID              string `json:"id"`
+			Type            string `json:"type"`
+			CreatedAt       string `json:"created_at"`
+			WebhookEndpoint any    `json:"webhook_endpoint"`
+		}{ev.ID, ev.Type, payment.FormatTime(ev.CreatedAt), endpointFromRow(row).View()})
+		if err != nil {
+			return err
+		}
+		if err := q.EventInsert(ctx, dbsqlc.EventInsertParams{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type,
+			Payload: ev.Payload, CreatedAt: ev.CreatedAt}); err != nil {
+			return translate(err)
+		}
+		return enqueueTx(ctx, s.db.river, tx, q, ev.AccountID, ev.ID, ev.Type)
+	})
+}
