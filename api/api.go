@@ -11,6 +11,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/metrics"
+	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -36,6 +37,9 @@ type Config struct {
 	Console http.Handler
 	// Discrepancies serves /admin/v1/discrepancies.
 	Discrepancies *payment.Discrepancies
+	// Webhooks serves /v1/webhook_endpoints and event deliveries; nil
+	// leaves them out (404).
+	Webhooks *notify.Service
 }
 
 // Server serves the HTTP API.
@@ -48,6 +52,7 @@ type Server struct {
 	adminToken    string
 	console       http.Handler
 	discrepancies *payment.Discrepancies
+	webhooks      *notify.Service
 }
 
 // New checks every dependency.
@@ -57,7 +62,7 @@ func New(c Config) (*Server, error) {
 	}
 	return &Server{payments: c.Payments, accounts: c.Accounts, ready: c.Ready,
 		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, console: c.Console,
-		discrepancies: c.Discrepancies}, nil
+		discrepancies: c.Discrepancies, webhooks: c.Webhooks}, nil
 }
 
 // Handler returns the routes with their middleware stack.
@@ -103,6 +108,17 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.identityBody).Post("/payments/{id}/cancel", s.cancelPayment)
 		r.With(s.identityBody).Post("/payments/{id}/refunds", s.createRefund)
 		r.Get("/events", s.listEvents)
+		if s.webhooks != nil {
+			r.With(s.identityBody).Post("/webhook_endpoints", s.createWebhookEndpoint)
+			r.Get("/webhook_endpoints", s.listWebhookEndpoints)
+			r.Get("/webhook_endpoints/{id}", s.getWebhookEndpoint)
+			r.With(s.identityBody).Patch("/webhook_endpoints/{id}", s.updateWebhookEndpoint)
+			r.Delete("/webhook_endpoints/{id}", s.deleteWebhookEndpoint)
+			r.With(s.identityBody).Post("/webhook_endpoints/{id}/rotate_secret", s.rotateWebhookSecret)
+			r.Get("/webhook_endpoints/{id}/deliveries", s.listEndpointDeliveries)
+			r.Get("/events/{id}/deliveries", s.listEventDeliveries)
+			r.With(s.identityBody).Post("/events/{id}/redeliver", s.redeliverEvent)
+		}
 	})
 	r.With(s.identityBody).Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
 	r.Route("/admin/v1", func(r chi.Router) {

@@ -24,6 +24,7 @@ import (
 	"github.com/acmepay/payments/internal/console"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
+	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
@@ -77,6 +78,9 @@ type Options struct {
 	// WrapStore, when set, wraps every instance's store, so a test can fail
 	// chosen transactions.
 	WrapStore func(payment.Store) payment.Store
+	// WebhookAllowPrivate is WEBHOOK_ALLOW_PRIVATE: endpoints on this
+	// machine's test receivers need it.
+	WebhookAllowPrivate bool
 }
 
 // Env is one test's world.
@@ -101,6 +105,10 @@ type Env struct {
 	Payments *payment.Service
 	// Discrepancies is the first instance's audit.
 	Discrepancies *payment.Discrepancies
+	// Webhooks is the first instance's endpoint service, and WebhookWorker
+	// a delivery worker on the test's clock that a test runs job by job.
+	Webhooks      *notify.Service
+	WebhookWorker *notify.Worker
 
 	doc    *openapi3.T
 	router routers.Router
@@ -203,8 +211,19 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if err != nil {
 		t.Fatalf("console: %v", err)
 	}
+	guard := notify.Guard{AllowPrivate: e.Opts.WebhookAllowPrivate}
+	hooks, err := notify.NewService(postgres.NewWebhookStore(db), accounts, guard, e.Clock.Now)
+	if err != nil {
+		t.Fatalf("webhooks: %v", err)
+	}
+	if e.Webhooks == nil {
+		e.Webhooks = hooks
+		if e.WebhookWorker, err = notify.NewWorker(postgres.NewWebhookStore(db), accounts, guard, e.Clock.Now); err != nil {
+			t.Fatalf("webhook worker: %v", err)
+		}
+	}
 	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken,
-		Console: con.Handler(), Discrepancies: dsc})
+		Console: con.Handler(), Discrepancies: dsc, Webhooks: hooks})
 	if err != nil {
 		t.Fatalf("api: %v", err)
 	}

@@ -76,17 +76,31 @@ func migrateRiver(ctx context.Context, db *DB) error {
 		return err
 	}
 	defer pool.Close()
-	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return MigrateRiverTx(ctx, tx) })
+}
+
+// MigrateRiverTx applies River's migrations in tx, under a transaction lock
+// that serializes instances migrating at once.
+func MigrateRiverTx(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(riverMigrationLock)); err != nil {
+		return err
+	}
+	m, err := rivermigrate.New(riverpgxv5.New(nil), nil)
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(riverMigrationLock)); err != nil {
-			return err
-		}
-		_, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil)
-		return err
-	})
+	_, err = m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil)
+	return err
+}
+
+// RiverMigrations counts River's migrations, for names of migrated
+// templates.
+func RiverMigrations() int {
+	m, err := rivermigrate.New(riverpgxv5.New(nil), nil)
+	if err != nil {
+		return 0
+	}
+	return len(m.AllVersions())
 }
 
 // enqueueTx inserts one delivery job per enabled endpoint of the account

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
@@ -15,7 +16,8 @@ import (
 
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/migrations"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for pgtestdb
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib" // also the database/sql driver "pgx" for pgtestdb
 	"github.com/peterldowns/pgtestdb"
 	"github.com/pressly/goose/v3"
 )
@@ -77,6 +79,7 @@ func (migrator) Hash() (string, error) {
 		h.Write(b)
 		return err
 	})
+	fmt.Fprintf(h, "river:%d", postgres.RiverMigrations())
 	return hex.EncodeToString(h.Sum(nil))[:16], err
 }
 
@@ -85,6 +88,16 @@ func (migrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) erro
 	if err != nil {
 		return err
 	}
-	_, err = p.Up(ctx)
-	return err
+	if _, err = p.Up(ctx); err != nil {
+		return err
+	}
+	// River's tables too, as postgres.Migrate does.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		return pgx.BeginFunc(ctx, dc.(*stdlib.Conn).Conn(), func(tx pgx.Tx) error { return postgres.MigrateRiverTx(ctx, tx) })
+	})
 }
