@@ -76,21 +76,36 @@ func migrateRiver(ctx context.Context, db *DB) error {
 		return err
 	}
 	defer pool.Close()
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return MigrateRiverTx(ctx, tx) })
-}
-
-// MigrateRiverTx applies River's migrations in tx, under a transaction lock
-// that serializes instances migrating at once.
-func MigrateRiverTx(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(riverMigrationLock)); err != nil {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
 		return err
 	}
+	defer conn.Release()
+	return MigrateRiver(ctx, conn.Conn())
+}
+
+// MigrateRiver applies River's migrations on conn, one transaction per
+// version (a later one uses an enum value an earlier one adds, which
+// PostgreSQL refuses within one transaction), each under a transaction
+// lock that serializes instances migrating at once.
+func MigrateRiver(ctx context.Context, conn *pgx.Conn) error {
 	m, err := rivermigrate.New(riverpgxv5.New(nil), nil)
 	if err != nil {
 		return err
 	}
-	_, err = m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil)
-	return err
+	for _, v := range m.AllVersions() {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(riverMigrationLock)); err != nil {
+				return err
+			}
+			_, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{TargetVersion: v.Version})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RiverMigrations counts River's migrations, for names of migrated

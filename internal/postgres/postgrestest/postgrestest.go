@@ -16,7 +16,6 @@ import (
 
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/migrations"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib" // also the database/sql driver "pgx" for pgtestdb
 	"github.com/peterldowns/pgtestdb"
 	"github.com/pressly/goose/v3"
@@ -98,6 +97,6 @@ func (migrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) erro
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		return pgx.BeginFunc(ctx, dc.(*stdlib.Conn).Conn(), func(tx pgx.Tx) error { return postgres.MigrateRiverTx(ctx, tx) })
+		return postgres.MigrateRiver(ctx, dc.(*stdlib.Conn).Conn())
 	})
 }
