@@ -149,9 +149,13 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request, byEvent bo
 	writeJSON(w, http.StatusOK, page(views, limit))
 }
 
-func (s *Server) listEndpointDeliveries(w http.ResponseWriter, r *http.Request) { s.listAttempts(w, r, false) }
+func (s *Server) listEndpointDeliveries(w http.ResponseWriter, r *http.Request) {
+	s.listAttempts(w, r, false)
+}
 
-func (s *Server) listEventDeliveries(w http.ResponseWriter, r *http.Request) { s.listAttempts(w, r, true) }
+func (s *Server) listEventDeliveries(w http.ResponseWriter, r *http.Request) {
+	s.listAttempts(w, r, true)
+}
 
 func (s *Server) redeliverEvent(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")

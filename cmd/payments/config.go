@@ -19,9 +19,12 @@ type config struct {
 	// through a transaction pooler; DatabaseURL when unset.
 	MigrateDatabaseURL string
 	HTTPAddr           string
-	AdminToken         string
-	StripeAPIBase      string
-	EncryptionKey      []byte
+	// WebhookAllowPrivate (WEBHOOK_ALLOW_PRIVATE=true, local runs and
+	// tests only) lets webhook endpoints be http and non-public addresses.
+	WebhookAllowPrivate bool
+	AdminToken          string
+	StripeAPIBase       string
+	EncryptionKey       []byte
 	// EncryptionKeyPrevious opens secrets not yet moved to EncryptionKey
 	// during a key rotation; nil outside one.
 	EncryptionKeyPrevious []byte
@@ -79,6 +82,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = ":8080"
+	}
+	switch v := getenv("WEBHOOK_ALLOW_PRIVATE"); v {
+	case "", "false":
+	case "true":
+		c.WebhookAllowPrivate = true
+	default:
+		return c, fmt.Errorf("WEBHOOK_ALLOW_PRIVATE must be true or false, not %q", v)
 	}
 	raw := getenv("ENCRYPTION_KEY")
 	if raw == "" {

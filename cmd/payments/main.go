@@ -23,6 +23,7 @@ import (
 	"github.com/acmepay/payments/internal/console"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
+	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/provider/stripe"
@@ -119,6 +120,7 @@ type app struct {
 	reconciler *reconcile.Reconciler
 	purger     *retention.Purger
 	audit      *payment.Discrepancies
+	webhooks   *notify.Service
 }
 
 func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
@@ -164,6 +166,11 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a.metrics.CountOpenDiscrepancies(a.audit.CountOpen)
+	if a.webhooks, err = notify.NewService(postgres.NewWebhookStore(db), a.accounts,
+		notify.Guard{AllowPrivate: cfg.WebhookAllowPrivate}, nil); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if a.reconciler, err = reconcile.New(reconcile.Config{Payments: a.payments, Accounts: a.accounts, Logger: log,
 		Metrics: a.metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
 		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
@@ -248,7 +255,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		con = c.Handler()
 	}
 	srv, err := api.New(api.Config{Payments: a.payments, Accounts: a.accounts, Ready: a.db, Metrics: a.metrics,
-		Logger: log, AdminToken: cfg.AdminToken, Console: con, Discrepancies: a.audit})
+		Logger: log, AdminToken: cfg.AdminToken, Console: con, Discrepancies: a.audit, Webhooks: a.webhooks})
+	if err != nil {
+		return err
+	}
+	deliveries, err := startDeliveries(ctx, cfg, a, log)
 	if err != nil {
 		return err
 	}
@@ -282,6 +293,47 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	stopWorkers()
 	wg.Wait()
+	deliveries()
 	log.Info("stopped")
 	return err
+}
+
+// startDeliveries runs the webhook delivery worker (River) and returns
+// its stop. River's notifier and leader election hold a session, so it
+// runs on MIGRATE_DATABASE_URL, the direct URL; when that is DATABASE_URL
+// itself it runs poll-only, which a transaction pooler also allows. A
+// delivery cut short by the stop (or a crash) is worked again: at least
+// once.
+func startDeliveries(ctx context.Context, cfg config, a *app, log *slog.Logger) (func(), error) {
+	worker, err := notify.NewWorker(postgres.NewWebhookStore(a.db), a.accounts,
+		notify.Guard{AllowPrivate: cfg.WebhookAllowPrivate}, nil)
+	if err != nil {
+		return nil, err
+	}
+	db, pollOnly := a.db, true
+	closeDB := func() {}
+	if cfg.MigrateDatabaseURL != cfg.DatabaseURL {
+		if db, err = postgres.Open(ctx, cfg.MigrateDatabaseURL, postgres.WithSessionTimeouts(
+			cfg.DBStatementTimeout, cfg.DBLockTimeout, cfg.DBIdleInTransactionTimeout)); err != nil {
+			return nil, fmt.Errorf("MIGRATE_DATABASE_URL: %w", err)
+		}
+		pollOnly, closeDB = false, db.Close
+	}
+	client, err := postgres.NewRiverWorker(db, postgres.RiverWorkerConfig{Worker: worker, PollOnly: pollOnly, MaxWorkers: 10, Logger: log})
+	if err != nil {
+		closeDB()
+		return nil, err
+	}
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		closeDB()
+		return nil, fmt.Errorf("webhook deliveries: %w", err)
+	}
+	return func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), notify.Timeout+5*time.Second)
+		defer cancel()
+		if err := client.Stop(stopCtx); err != nil {
+			log.Warn("webhook deliveries: stop", slog.String("error", err.Error()))
+		}
+		closeDB()
+	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -35,10 +36,10 @@ type RiverWorkerConfig struct {
 	// PollOnly runs without LISTEN/NOTIFY, for a pool behind a transaction
 	// pooler; otherwise the pool must be a direct one (the notifier and
 	// leader election hold a session).
-	PollOnly    bool
-	MaxWorkers  int
-	PollEvery   time.Duration
-	ErrorLogger func(msg string, err error)
+	PollOnly   bool
+	MaxWorkers int
+	PollEvery  time.Duration
+	Logger     *slog.Logger
 }
 
 // NewRiverWorker returns a client that works webhook deliveries; Start it
@@ -54,6 +55,7 @@ func NewRiverWorker(db *DB, c RiverWorkerConfig) (*River, error) {
 		PollOnly:          c.PollOnly,
 		FetchPollInterval: c.PollEvery,
 		MaxAttempts:       notify.MaxAttempts,
+		Logger:            c.Logger,
 	})
 }
 
