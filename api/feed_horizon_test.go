@@ -20,18 +20,19 @@ import (
 type heldWriter struct {
 	id       string
 	wrote    chan error // the first event is written, or the error
-	release  chan struct{}
+	release  func()
+	released chan struct{}
 	finished chan error
 }
 
-func startHeldWriter(e *apitest.Env, store *postgres.PaymentStore, n int) *heldWriter {
-	w := &heldWriter{id: fmt.Sprintf("pay_held%02d", n), wrote: make(chan error, 1), release: make(chan struct{}), finished: make(chan error, 1)}
+// startHeldWriter starts writer n; it is released at the end of the test
+// at the latest, so a failed test never leaves a transaction open.
+func startHeldWriter(t *testing.T, e *apitest.Env, store *postgres.PaymentStore, n int) *heldWriter {
+	w := &heldWriter{id: fmt.Sprintf("pay_held%02d", n), wrote: make(chan error, 1), released: make(chan struct{}), finished: make(chan error, 1)}
+	w.release = sync.OnceFunc(func() { close(w.released) })
+	t.Cleanup(w.release)
 	go func() {
-		// A bound on the writes: on a feed that serializes an account's
-		// writers, writer n waits for writer n-1's commit, which waits for
-		// the test, which waits for writer n.
-		ctx, cancel := context.WithTimeout(context.Background(), apitest.WaitTimeout/3)
-		defer cancel()
+		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		first := true
 		p := &payment.Payment{ID: w.id, AccountID: e.Account.ID, OrderID: "pedido-" + w.id, Attempt: 1, Amount: 100,
@@ -48,7 +49,7 @@ func startHeldWriter(e *apitest.Env, store *postgres.PaymentStore, n int) *heldW
 				first = false
 				w.wrote <- nil
 			}
-			<-w.release
+			<-w.released
 			return tx.EventInsert(ctx, heldEvent(p, "2"))
 		})
 		if first {
@@ -167,20 +168,22 @@ func TestFeedHorizon(t *testing.T) {
 		e := apitest.New(t, apitest.Options{})
 		store := postgres.NewPaymentStore(e.DB)
 		poller := startFeedPoller(e)
-		defer func() { close(poller.stop); <-poller.done }()
+		t.Cleanup(func() { close(poller.stop); <-poller.done })
 
 		const writers = 4
 		ws := make([]*heldWriter, writers)
 		for i := range ws {
-			ws[i] = startHeldWriter(e, store, i)
-			if err := apitest.Recv(t, ws[i].wrote, fmt.Sprintf("writer %d's first event", i)); err != nil {
+			ws[i] = startHeldWriter(t, e, store, i)
+			// On a feed that serializes an account's writers this waits for
+			// ever: writer i waits for writer 0's commit.
+			if err := apitest.Recv(t, ws[i].wrote, fmt.Sprintf("writer %d's first event, while %d writers of the account are open", i, i)); err != nil {
 				t.Fatalf("writer %d (begun after %d open writers of the same account): %v", i, i, err)
 			}
 		}
 		// A writer that began later and commits in between, while writer 0
 		// (begun first) is still open.
 		for i := writers - 1; i >= 1; i-- {
-			close(ws[i].release)
+			ws[i].release()
 			if err := apitest.Recv(t, ws[i].finished, fmt.Sprintf("writer %d's commit", i)); err != nil {
 				t.Fatalf("writer %d: %v", i, err)
 			}
@@ -189,7 +192,7 @@ func TestFeedHorizon(t *testing.T) {
 				t.Fatalf("while writer 0 is open the feed served %q: a cursor past them would skip writer 0's events", seen)
 			}
 		}
-		close(ws[0].release)
+		ws[0].release()
 		if err := apitest.Recv(t, ws[0].finished, "writer 0's commit"); err != nil {
 			t.Fatalf("writer 0: %v", err)
 		}
