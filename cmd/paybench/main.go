@@ -189,6 +189,9 @@ type bench struct {
 	svcBase  string
 	acctID   string
 	apiKey   string
+	// apiKeys8 are eight accounts' keys, the first being apiKey: the
+	// create-8acct step spreads the same load over them.
+	apiKeys8 []string
 	settings string
 	loadAvg  string
 	seeded   time.Duration
@@ -273,6 +276,14 @@ func (b *bench) setup(ctx context.Context) error {
 		"STRIPE_API_BASE=" + b.simBase, "LOG_LEVEL=warn", "HTTP_ADDR=" + addr}
 	if b.acctID, b.apiKey, err = createAccount(ctx, filepath.Join(b.dir, "payments"), env); err != nil {
 		return err
+	}
+	b.apiKeys8 = []string{b.apiKey}
+	for len(b.apiKeys8) < 8 {
+		_, k, err := createAccount(ctx, filepath.Join(b.dir, "payments"), env)
+		if err != nil {
+			return err
+		}
+		b.apiKeys8 = append(b.apiKeys8, k)
 	}
 	if b.db, err = pgxpool.New(ctx, b.dbURL); err != nil {
 		return err
@@ -413,6 +424,27 @@ func (b *bench) createLoad(c *client, clients int) func(time.Duration) step {
 	}
 }
 
+// create8Load is createLoad spread over eight accounts, client w using
+// account w mod 8: what one account's creates give up to the others.
+func (b *bench) create8Load(_ *client, clients int) func(time.Duration) step {
+	return func(d time.Duration) step {
+		cs := make([]*client, len(b.apiKeys8))
+		for i, k := range b.apiKeys8 {
+			cs[i] = newClient(b.svcBase, k, b.created)
+		}
+		defer func() {
+			for _, c := range cs {
+				c.close()
+			}
+		}()
+		return closedLoop("create-8acct", clients, d, func(w int) (string, bool) {
+			k := b.keys.next("e")
+			label, _ := cs[w%len(cs)].create(k, createBody(k))
+			return label, label == labelNew
+		})
+	}
+}
+
 func (b *bench) replayLoad(c *client, clients int) func(time.Duration) step {
 	return func(d time.Duration) step {
 		return closedLoop("replay", clients, d, func(int) (string, bool) {
@@ -439,9 +471,9 @@ func (b *bench) serviceSteps(ctx context.Context) error {
 	loads := []struct {
 		name string
 		load func(*client, int) func(time.Duration) step
-	}{{"create", b.createLoad}, {"replay", b.replayLoad}, {"burst", b.burstLoad}}
+	}{{"create", b.createLoad}, {"create-8acct", b.create8Load}, {"replay", b.replayLoad}, {"burst", b.burstLoad}}
 	for _, l := range loads {
-		if !b.cfg.workloads[l.name] {
+		if !b.cfg.workloads[strings.TrimSuffix(l.name, "-8acct")] {
 			continue
 		}
 		for _, n := range b.cfg.clients {

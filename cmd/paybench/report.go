@@ -108,6 +108,16 @@ func (b *bench) targets() {
 		pc.Throughput(), pp.Throughput(), pct(pc.Throughput(), pp.Throughput()),
 		pr.Throughput(), pm.Throughput(), pct(pr.Throughput(), pm.Throughput()))
 
+	if eight := b.stepsOf("create-8acct"); len(eight) > 0 {
+		fmt.Fprintf(b.out, "\none account as a share of eight accounts (create, same load)\n")
+		fmt.Fprintf(b.out, "%7s %12s %12s %7s\n", "clients", "1 acct/s", "8 accts/s", "share")
+		for _, n := range b.cfg.clients {
+			c, _ := b.stepAt(creates, n)
+			e, _ := b.stepAt(eight, n)
+			fmt.Fprintf(b.out, "%7d %12.1f %12.1f %7s\n", n, c.Throughput(), e.Throughput(), pct(c.Throughput(), e.Throughput()))
+		}
+	}
+
 	fmt.Fprintf(b.out, "\ntargets (reported, not enforced)\n")
 	row := func(name, got string, ok bool) {
 		fmt.Fprintf(b.out, "  %-52s %-34s %s\n", name, got, verdict(ok))
@@ -115,6 +125,12 @@ func (b *bench) targets() {
 	if pp.Throughput() > 0 {
 		r := pc.Throughput() / pp.Throughput()
 		row("create ≥ 60% of the pgbench ceiling (peak to peak)", fmt.Sprintf("%.0f%%", 100*r), r >= 0.6)
+	}
+	if c, ok := b.stepAt(creates, 32); ok {
+		if e, ok := b.stepAt(b.stepsOf("create-8acct"), 32); ok && e.Throughput() > 0 {
+			r := c.Throughput() / e.Throughput()
+			row("one account ≥ 90% of eight accounts (32 clients)", fmt.Sprintf("%.0f%%", 100*r), r >= 0.9)
+		}
 	}
 	if pm.Throughput() > 0 {
 		r := pr.Throughput() / pm.Throughput()
