@@ -45,6 +45,11 @@ func startHeldWriter(t *testing.T, e *apitest.Env, store *postgres.PaymentStore,
 			if err := tx.EventInsert(ctx, heldEvent(p, "1")); err != nil {
 				return err
 			}
+			// A read sends the queued writes: the transaction has its xid
+			// and its first event on the server before it is held.
+			if _, err := tx.PaymentLock(ctx, p.AccountID, p.ID); err != nil {
+				return err
+			}
 			if first {
 				first = false
 				w.wrote <- nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,6 +112,10 @@ func TestFeedAcrossMigrationAndRestart(t *testing.T) {
 				Type: "payment.processing", Payload: json.RawMessage(`{"id":"evt_` + n + `"}`), CreatedAt: now}); err != nil {
 				return err
 			}
+			// A read sends the queued writes to the server.
+			if _, err := tx.PaymentLock(ctx, "acct_1", p.ID); err != nil {
+				return err
+			}
 			if hold != nil {
 				close(wrote)
 				<-hold
@@ -121,6 +126,10 @@ func TestFeedAcrossMigrationAndRestart(t *testing.T) {
 
 	// Writer A begins first and stays open; writer B commits after it began.
 	hold, wrote, aDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	release := sync.OnceFunc(func() { close(hold) })
+	// Before the pool closes: a failed test must not leave A holding its
+	// connection.
+	t.Cleanup(release)
 	go func() { aDone <- write(ctx, "a", hold, wrote) }()
 	select {
 	case <-wrote:
@@ -137,7 +146,7 @@ func TestFeedAcrossMigrationAndRestart(t *testing.T) {
 	}
 
 	c.Restart(t)
-	close(hold)
+	release()
 	if err := <-aDone; err == nil {
 		t.Fatal("writer A committed across the restart")
 	}
