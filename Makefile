@@ -70,6 +70,10 @@ bench: ## the money path's Go benchmarks, then the load generator on the real bi
 chaos: ## chaos run of the real binaries (3 replicas, provider faults, kills, revoked credentials, expiring keys, webhooks), then the invariants; ~3 min (CHAOS_FLAGS=-short: ~30 s)
 	$(GO) run ./cmd/chaos $(CHAOS_FLAGS)
 
+.PHONY: failover
+failover: ## chaos run (~30 s, 2 replicas) on a pg_auto_failover formation whose primary is stopped mid-run; time to the first successful create (docs/RELIABILITY.md)
+	$(GO) run ./cmd/chaos -short -failover $(CHAOS_FLAGS)
+
 .PHONY: chaos-short
 chaos-short: ## only the ~30 s chaos test that `make test` runs (TestChaosShort)
 	@TEST_DATABASE_URL=$${TEST_DATABASE_URL:-$$(scripts/pg.sh url)} $(GO) test -count=1 -run '^TestChaosShort$$' -v ./cmd/chaos/
