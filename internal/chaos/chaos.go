@@ -533,13 +533,16 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 // restartProc starts a killed process again, retrying a start that fails.
 func restartProc(ctx context.Context, p *proc) error {
-	var err error
-	for range 3 {
-		if err = p.start(ctx); err == nil || errors.Is(err, context.Canceled) {
+	// As a supervisor does: a replica that cannot start (no writable
+	// primary during a failover) is started again, for up to a minute.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := p.start(ctx)
+		if err == nil || errors.Is(err, context.Canceled) || time.Now().After(deadline) {
 			return err
 		}
+		sleep(ctx, 500*time.Millisecond)
 	}
-	return err
 }
 
 // simControl calls the simulator's control API.
