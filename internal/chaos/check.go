@@ -50,8 +50,8 @@ type Report struct {
 	FailoverRecovery time.Duration
 	FailoverFailed   int
 	NotRecovered     int
-	Passes     int // reconcile --once passes
-	Intents    int
+	Passes           int // reconcile --once passes
+	Intents          int
 
 	// Key expiry.
 	Keys             keySettings
