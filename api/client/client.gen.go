@@ -1768,7 +1768,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness
 	//
-	// Ready when the database is reachable and the migrations are applied.
+	// Ready when a writable primary is reachable (not a standby or a demoted primary) and the migrations are applied.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2128,7 +2128,7 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Readiness
 //
-// Ready when the database is reachable and the migrations are applied.
+// Ready when a writable primary is reachable (not a standby or a demoted primary) and the migrations are applied.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3557,7 +3557,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness
 	//
-	// Ready when the database is reachable and the migrations are applied.
+	// Ready when a writable primary is reachable (not a standby or a demoted primary) and the migrations are applied.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5955,7 +5955,7 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Readiness
 //
-// Ready when the database is reachable and the migrations are applied.
+// Ready when a writable primary is reachable (not a standby or a demoted primary) and the migrations are applied.
 //
 // Returns a wrapper object for the known response body format(s).
 //
