@@ -173,7 +173,10 @@ cmd_failover() {
 cmd_stop() {
 	local n
 	if [ -s "$DIR/pgbouncer.pid" ]; then
-		kill "$(cat "$DIR/pgbouncer.pid")" 2>/dev/null || true
+		local pid deadline=$((SECONDS + 10))
+		pid="$(cat "$DIR/pgbouncer.pid")"
+		kill "$pid" 2>/dev/null || true
+		while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
 	fi
 	for n in node2 node1 monitor; do
 		[ -d "$DIR/$n" ] && as_owner pg_autoctl stop --pgdata "$DIR/$n" --immediate >/dev/null 2>&1 || true
