@@ -15,6 +15,7 @@
 #   scripts/topology.sh failover DIR
 #       Stops the formation's primary (immediate shutdown, as a crash) and
 #       waits until the secondary accepts writes; prints the new primary's port.
+#       The same in two steps: stop-primary DIR, then wait-primary DIR.
 #   scripts/topology.sh stop DIR
 #       Stops what the other commands started in DIR.
 #
@@ -24,7 +25,7 @@ set -euo pipefail
 
 log() { printf 'topology.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
@@ -152,16 +153,23 @@ cmd_formation() {
 
 writable() { [ "$(as_owner psql -h 127.0.0.1 -p "$1" -U postgres -d postgres -qAtc 'SHOW transaction_read_only' 2>/dev/null)" = off ]; }
 
-cmd_failover() {
-	local port primary="" other n
+cmd_stop_primary() {
+	local port primary="" n
 	port="$(cat "$DIR/port")"
 	for n in 1 2; do
 		writable $((port + n)) && primary=$n
 	done
 	[ -n "$primary" ] || die "no writable primary in the formation"
-	other=$((3 - primary))
 	log "stopping the primary on 127.0.0.1:$((port + primary)) (immediate)"
 	as_owner pg_autoctl stop --pgdata "$DIR/node$primary" --immediate
+	echo "$primary" >"$DIR/stopped"
+}
+
+cmd_wait_primary() {
+	local port other
+	port="$(cat "$DIR/port")"
+	[ -s "$DIR/stopped" ] || die "no primary stopped (topology.sh stop-primary $DIR first)"
+	other=$((3 - $(cat "$DIR/stopped")))
 	local deadline=$((SECONDS + 120))
 	until writable $((port + other)); do
 		[ $SECONDS -lt $deadline ] || die "127.0.0.1:$((port + other)) not writable 120 s after the failover"
@@ -192,7 +200,9 @@ shift 2
 case "$CMD" in
 pgbouncer) [ $# -eq 2 ] || usage; cmd_pgbouncer "$@" ;;
 formation) [ $# -eq 1 ] || usage; [ -n "$PG_BIN" ] || die "PostgreSQL is not installed (scripts/pg.sh url installs it)"; cmd_formation "$@" ;;
-failover) [ $# -eq 0 ] || usage; cmd_failover ;;
+failover) [ $# -eq 0 ] || usage; cmd_stop_primary && cmd_wait_primary ;;
+stop-primary) [ $# -eq 0 ] || usage; cmd_stop_primary ;;
+wait-primary) [ $# -eq 0 ] || usage; cmd_wait_primary ;;
 stop) [ $# -eq 0 ] || usage; cmd_stop ;;
 *) usage ;;
 esac

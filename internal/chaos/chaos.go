@@ -89,9 +89,9 @@ type Config struct {
 	Server string
 	// Failover, when set, is called once at 45% of the run to stop the
 	// server's primary and have the standby promoted (scripts/topology.sh
-	// failover); the report gives the time from it to the first successful
-	// create.
-	Failover func(ctx context.Context) error
+	// failover); it calls stopped once the primary is down. The report
+	// gives the time from then to the first successful create.
+	Failover func(ctx context.Context, stopped func()) error
 	LogLevel string // of the replicas; default info
 	Out      io.Writer
 }
@@ -408,14 +408,14 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			case <-pgAt:
 				if cfg.Failover != nil {
 					say("failing over: stopping the primary (immediate)")
-					at := time.Now()
-					fleet.markFailover(at)
-					if err := cfg.Failover(ctx); err != nil {
+					var at time.Time
+					if err := cfg.Failover(ctx, func() { at = time.Now(); fleet.markFailover(at) }); err != nil {
 						setFatal(fmt.Errorf("chaos: failover: %w", err))
 						return
 					}
 					rep.Failovers++
-					say("failover: the standby accepts writes %s after the primary stopped", time.Since(at).Round(10*time.Millisecond))
+					rep.FailoverPromoted = time.Since(at)
+					say("failover: the standby accepts writes %s after the primary stopped", rep.FailoverPromoted.Round(10*time.Millisecond))
 					continue
 				}
 				if pg == nil {

@@ -47,6 +47,7 @@ type Report struct {
 	// failed (5xx, transport errors) until then, and whether no create
 	// succeeded after it by the end of the run.
 	Failovers        int
+	FailoverPromoted time.Duration // from the stop until the standby accepted writes
 	FailoverRecovery time.Duration
 	FailoverFailed   int
 	NotRecovered     int
@@ -442,9 +443,9 @@ func (r *Report) Print(w io.Writer) {
 		line("postgres restarts", "%d (immediate shutdown of the private cluster, then start)", r.PGRestarts)
 	}
 	if r.Failovers > 0 {
-		line("failover", "%d (primary stopped immediately, standby promoted); first successful create %s after it; "+
+		line("failover", "%d (primary stopped immediately, standby writable %s later); first successful create %s after the stop; "+
 			"%d requests failed in between (5xx or transport errors, all retried); recovered: %v",
-			r.Failovers, r.FailoverRecovery.Round(10*time.Millisecond), r.FailoverFailed, r.NotRecovered == 0)
+			r.Failovers, r.FailoverPromoted.Round(10*time.Millisecond), r.FailoverRecovery.Round(10*time.Millisecond), r.FailoverFailed, r.NotRecovered == 0)
 	}
 	line("replays", "%d (Idempotent-Replayed: true)", c.Replays)
 	line("conflicts", "%d 409s (idempotency_key_in_use %d, order_has_active_payment %d, invalid_state %d, refund_exceeds_captured %d)",

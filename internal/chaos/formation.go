@@ -53,10 +53,14 @@ func StartFormation(ctx context.Context) (*Formation, error) {
 	return f, nil
 }
 
-// Failover stops the primary (immediate shutdown) and returns once the
-// secondary accepts writes.
-func (f *Formation) Failover(ctx context.Context) error {
-	_, err := f.run(ctx, "failover")
+// Failover stops the primary (immediate shutdown), calls stopped once it
+// is down, and returns once the secondary accepts writes.
+func (f *Formation) Failover(ctx context.Context, stopped func()) error {
+	if _, err := f.run(ctx, "stop-primary"); err != nil {
+		return err
+	}
+	stopped()
+	_, err := f.run(ctx, "wait-primary")
 	return err
 }
 
