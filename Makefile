@@ -61,14 +61,30 @@ verify: ## generated code current, OpenAPI lint, gofmt, go vet, staticcheck, go.
 	@scripts/check-dockerfile.sh
 
 .PHONY: bench
-bench: ## the money path's Go benchmarks, then the load generator on the real binaries (docs/BENCHMARKS.md; BENCHFLAGS=-short)
+bench: ## the money path's Go benchmarks, the load generator on the real binaries, then create and replay through PgBouncer (docs/BENCHMARKS.md; BENCHFLAGS=-short)
 	@url=$$(scripts/pg.sh url) && \
 		TEST_DATABASE_URL=$$url $(GO) test -run '^$$' -bench . -benchmem ./api/ && \
-		$(GO) run ./cmd/paybench -database-url "$$url" $(BENCHFLAGS)
+		$(GO) run ./cmd/paybench -database-url "$$url" $(BENCHFLAGS) && \
+		$(MAKE) --no-print-directory bench-pooled
+
+# PgBouncer's port for bench-pooled.
+PGBOUNCER_PORT ?= 16432
+
+.PHONY: bench-pooled
+bench-pooled: ## create and replay at 32 and 128 clients with the service behind PgBouncer in transaction mode (cache_describe)
+	@url=$$(scripts/pg.sh url) && dir=$$(mktemp -d) && chmod 755 "$$dir" && \
+		trap 'scripts/topology.sh stop "$$dir"; rm -rf "$$dir"' EXIT && \
+		scripts/topology.sh pgbouncer "$$dir" $(PGBOUNCER_PORT) "$$url" >/dev/null && \
+		$(GO) run ./cmd/paybench -database-url "$$url" -clients 32,128 -workloads create,replay -ceilings=false -history-rows 0 \
+			-service-db-host 127.0.0.1:$(PGBOUNCER_PORT) -service-db-params default_query_exec_mode=cache_describe $(BENCHFLAGS)
 
 .PHONY: chaos
 chaos: ## chaos run of the real binaries (3 replicas, provider faults, kills, revoked credentials, expiring keys, webhooks), then the invariants; ~3 min (CHAOS_FLAGS=-short: ~30 s)
 	$(GO) run ./cmd/chaos $(CHAOS_FLAGS)
+
+.PHONY: failover
+failover: ## chaos run (~30 s, 2 replicas) on a pg_auto_failover formation whose primary is stopped mid-run; time to the first successful create (docs/RELIABILITY.md)
+	$(GO) run ./cmd/chaos -short -failover $(CHAOS_FLAGS)
 
 .PHONY: chaos-short
 chaos-short: ## only the ~30 s chaos test that `make test` runs (TestChaosShort)

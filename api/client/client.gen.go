@@ -2535,7 +2535,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness
 	//
-	// Ready when the database is reachable and the migrations are applied.
+	// Ready when a writable primary is reachable (not a standby or a demoted primary) and the migrations are applied.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3110,7 +3110,7 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Readiness
 //
-// Ready when the database is reachable and the migrations are applied.
+// Ready when a writable primary is reachable (not a standby or a demoted primary) and the migrations are applied.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5687,7 +5687,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness
 	//
-	// Ready when the database is reachable and the migrations are applied.
+	// Ready when a writable primary is reachable (not a standby or a demoted primary) and the migrations are applied.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9591,7 +9591,7 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Readiness
 //
-// Ready when the database is reachable and the migrations are applied.
+// Ready when a writable primary is reachable (not a standby or a demoted primary) and the migrations are applied.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -18,7 +18,11 @@ import (
 	"github.com/acmepay/payments/internal/chaos"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run returns the exit code: 0 pass, 1 violations, 2 a run that could not
+// be carried out. Its deferred stops (the formation) run before the exit.
+func run() int {
 	var cfg chaos.Config
 	flag.DurationVar(&cfg.Duration, "duration", 3*time.Minute, "how long the clients run (30s with -short unless set)")
 	flag.IntVar(&cfg.Replicas, "replicas", 3, "payments serve replicas on the one database")
@@ -30,6 +34,7 @@ func main() {
 	flag.DurationVar(&cfg.KeyWindow, "key-window", 0, "re-send window left by the shared provider key retention (default 4s)")
 	flag.BoolVar(&cfg.PrivatePostgres, "private-pg", false, "run a private PostgreSQL cluster and restart it once during the run")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the database, binaries and logs")
+	failover := flag.Bool("failover", false, "run on a pg_auto_failover formation (scripts/topology.sh) and fail its primary over once, mid-run (2 replicas unless -replicas)")
 	flag.StringVar(&cfg.LogLevel, "log-level", "info", "LOG_LEVEL of the replicas")
 	flag.Parse()
 	if cfg.Short {
@@ -43,15 +48,31 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *failover {
+		replicasSet := false
+		flag.Visit(func(f *flag.Flag) { replicasSet = replicasSet || f.Name == "replicas" })
+		if !replicasSet {
+			cfg.Replicas = 2
+		}
+		fmt.Println("chaos: starting a pg_auto_failover formation (scripts/topology.sh formation)")
+		f, err := chaos.StartFormation(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 2
+		}
+		defer f.Stop()
+		cfg.Server, cfg.Failover = f.URL, f.Failover
+	}
 	rep, err := chaos.Run(ctx, cfg)
 	if rep != nil && err == nil {
 		rep.Print(os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
-		os.Exit(2)
+		return 2
 	}
 	if rep.Violations() > 0 {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

@@ -57,6 +57,7 @@ type config struct {
 	historyClients  int
 	pgbench         string
 	serviceDBParams string
+	serviceDBHost   string
 	keep            bool
 	short           bool
 	perfDir         string
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.historyClients, "history-clients", 32, "concurrency of the history steps")
 	fs.StringVar(&c.pgbench, "pgbench", findPgbench(), "the pgbench binary")
 	fs.StringVar(&c.serviceDBParams, "service-db-params", "", "extra DATABASE_URL parameters for the service only, such as pool_max_conns=16")
+	fs.StringVar(&c.serviceDBHost, "service-db-host", "", "host:port the service reaches the bench database through, such as a PgBouncer (scripts/topology.sh pgbouncer); it migrates through the direct URL (MIGRATE_DATABASE_URL)")
 	fs.IntVar(&c.seedTenants, "seed-tenants", 1000, "other tenants in the bench database before the first step")
 	fs.IntVar(&c.seedPayments, "seed-payments", 100_000, "their past payments (each with its attempt); 0 starts from empty tables")
 	fs.BoolVar(&c.keep, "keep", false, "keep the bench database (its name is printed)")
@@ -178,6 +180,9 @@ type bench struct {
 	cfg   config
 	out   io.Writer
 	cores int
+	// svcDB says how the service reaches the database: directly or
+	// through a pooler, and with which query execution mode.
+	svcDB string
 
 	admin    *pgxpool.Pool
 	dbName   string
@@ -270,9 +275,23 @@ func (b *bench) setup(ctx context.Context) error {
 		su.RawQuery = q.Encode()
 		svcURL = su.String()
 	}
+	if b.cfg.serviceDBHost != "" {
+		su, _ := url.Parse(svcURL)
+		su.Host = b.cfg.serviceDBHost
+		svcURL = su.String()
+	}
+	b.svcDB = "direct"
+	if b.cfg.serviceDBHost != "" {
+		b.svcDB = "through " + b.cfg.serviceDBHost
+	}
+	mode := "cache_statement"
+	if su, err := url.Parse(svcURL); err == nil && su.Query().Get("default_query_exec_mode") != "" {
+		mode = su.Query().Get("default_query_exec_mode")
+	}
+	b.svcDB += ", default_query_exec_mode=" + mode
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	env := []string{"DATABASE_URL=" + svcURL, "ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
+	env := []string{"DATABASE_URL=" + svcURL, "MIGRATE_DATABASE_URL=" + b.dbURL, "ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"STRIPE_API_BASE=" + b.simBase, "LOG_LEVEL=warn", "HTTP_ADDR=" + addr}
 	if b.acctID, b.apiKey, err = createAccount(ctx, filepath.Join(b.dir, "payments"), env); err != nil {
 		return err

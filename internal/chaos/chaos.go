@@ -82,7 +82,16 @@ type Config struct {
 	// the run's database (for example PgBouncer in transaction mode); they
 	// migrate through the direct URL (MIGRATE_DATABASE_URL), and the
 	// invariants are checked on it.
-	Pooler   func(direct string) (string, error)
+	Pooler func(direct string) (string, error)
+	// Server, when set, is the database server of the run instead of
+	// TEST_DATABASE_URL: for example a pg_auto_failover formation's
+	// multi-host URL (scripts/topology.sh formation).
+	Server string
+	// Failover, when set, is called once at 45% of the run to stop the
+	// server's primary and have the standby promoted (scripts/topology.sh
+	// failover); it calls stopped once the primary is down. The report
+	// gives the time from then to the first successful create.
+	Failover func(ctx context.Context, stopped func()) error
 	LogLevel string // of the replicas; default info
 	Out      io.Writer
 }
@@ -199,6 +208,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		defer pg.stop()
 		server = pg.url()
 		say("private PostgreSQL started on 127.0.0.1:%s; it will be restarted once (immediate shutdown)", pg.port)
+	} else if cfg.Server != "" {
+		server = cfg.Server
+		rep.PGSkipped = "the run's server is the one given (a failover formation); it is failed over instead"
 	} else {
 		if server, err = serverURL(ctx, root); err != nil {
 			return nil, err
@@ -394,6 +406,18 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			case <-runCtx.Done():
 				return
 			case <-pgAt:
+				if cfg.Failover != nil {
+					say("failing over: stopping the primary (immediate)")
+					var at time.Time
+					if err := cfg.Failover(ctx, func() { at = time.Now(); fleet.markFailover(at) }); err != nil {
+						setFatal(fmt.Errorf("chaos: failover: %w", err))
+						return
+					}
+					rep.Failovers++
+					rep.FailoverPromoted = time.Since(at)
+					say("failover: the standby accepts writes %s after the primary stopped", rep.FailoverPromoted.Round(10*time.Millisecond))
+					continue
+				}
 				if pg == nil {
 					continue
 				}
@@ -417,6 +441,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	go func() { defer close(deliverDone); hooks.deliver(deliverCtx, false) }()
 	wg.Wait()
 	rep.Kills, rep.Restarts, rep.PGRestarts = int(kills.Load()), int(restarts.Load()), int(pgRestarts.Load())
+	rep.FailoverRecovery, rep.FailoverFailed = fleet.failoverFigures()
+	if rep.Failovers > 0 && rep.FailoverRecovery == 0 {
+		rep.NotRecovered = 1
+	}
 	rep.Revocations, rep.Revoked = creds.snapshot()
 	if fatal != nil {
 		return rep, fatal
@@ -505,13 +533,16 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 // restartProc starts a killed process again, retrying a start that fails.
 func restartProc(ctx context.Context, p *proc) error {
-	var err error
-	for range 3 {
-		if err = p.start(ctx); err == nil || errors.Is(err, context.Canceled) {
+	// As a supervisor does: a replica that cannot start (no writable
+	// primary during a failover) is started again, for up to a minute.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := p.start(ctx)
+		if err == nil || errors.Is(err, context.Canceled) || time.Now().After(deadline) {
 			return err
 		}
+		sleep(ctx, 500*time.Millisecond)
 	}
-	return err
 }
 
 // simControl calls the simulator's control API.

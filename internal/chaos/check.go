@@ -42,8 +42,17 @@ type Report struct {
 	Restarts   int
 	PGRestarts int
 	PGSkipped  string
-	Passes     int // reconcile --once passes
-	Intents    int
+	// Failover of the database (Config.Failover): the time from stopping
+	// the primary to the first 201 of a create sent after it, the requests
+	// failed (5xx, transport errors) until then, and whether no create
+	// succeeded after it by the end of the run.
+	Failovers        int
+	FailoverPromoted time.Duration // from the stop until the standby accepted writes
+	FailoverRecovery time.Duration
+	FailoverFailed   int
+	NotRecovered     int
+	Passes           int // reconcile --once passes
+	Intents          int
 
 	// Key expiry.
 	Keys             keySettings
@@ -66,7 +75,7 @@ type Report struct {
 func (r *Report) Violations() int {
 	return r.DoubleCharges + r.LostPayments + r.Phantoms + r.AmountMismatches + r.Lies +
 		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected + r.BothSent +
-		r.LateResends + r.FalseNoEffect
+		r.LateResends + r.FalseNoEffect + r.NotRecovered
 }
 
 // Lookups is the number of attempts settled by a lookup past their window.
@@ -432,6 +441,11 @@ func (r *Report) Print(w io.Writer) {
 		line("postgres restarts", "%d (skipped: %s)", r.PGRestarts, r.PGSkipped)
 	} else {
 		line("postgres restarts", "%d (immediate shutdown of the private cluster, then start)", r.PGRestarts)
+	}
+	if r.Failovers > 0 {
+		line("failover", "%d (primary stopped immediately, standby writable %s later); first successful create %s after the stop; "+
+			"%d requests failed in between (5xx or transport errors, all retried); recovered: %v",
+			r.Failovers, r.FailoverPromoted.Round(10*time.Millisecond), r.FailoverRecovery.Round(10*time.Millisecond), r.FailoverFailed, r.NotRecovered == 0)
 	}
 	line("replays", "%d (Idempotent-Replayed: true)", c.Replays)
 	line("conflicts", "%d 409s (idempotency_key_in_use %d, order_has_active_payment %d, invalid_state %d, refund_exceeds_captured %d)",

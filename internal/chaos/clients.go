@@ -112,6 +112,44 @@ type fleet struct {
 	refunds    []refundSeen
 	ops        map[string]map[string]bool // payment id -> capture/cancel asked by its client
 	unexpected []string
+	// failover is when the database's primary was stopped; recovered is
+	// the time from it to the first 201 of a create sent after it, and
+	// failedDuring counts the 5xx and transport errors in between.
+	failover     time.Time
+	recovered    time.Duration
+	failedDuring int
+}
+
+// failedInFailover counts a failed request between the failover and the
+// first successful create after it; f.mu is held.
+func (f *fleet) failedInFailover() {
+	if !f.failover.IsZero() && f.recovered == 0 {
+		f.failedDuring++
+	}
+}
+
+// created notes a 201 to a create sent at sent.
+func (f *fleet) created(sent time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.failover.IsZero() && f.recovered == 0 && !sent.Before(f.failover) {
+		f.recovered = time.Since(f.failover)
+	}
+}
+
+// markFailover notes that the primary is being stopped now.
+func (f *fleet) markFailover(at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failover = at
+}
+
+// failoverFigures is the time to the first successful create after the
+// failover (0: none yet) and the requests failed until then.
+func (f *fleet) failoverFigures() (time.Duration, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.recovered, f.failedDuring
 }
 
 func newFleet(replicas []string, apiKey, runID string) *fleet {
@@ -213,6 +251,7 @@ func (f *fleet) do(ctx context.Context, method, base, path, key string, body []b
 			default:
 				t.Requests++
 				t.TransportErrors++
+				f.failedInFailover()
 			}
 		})
 		return answer{err: err}
@@ -233,6 +272,9 @@ func (f *fleet) do(ctx context.Context, method, base, path, key string, body []b
 	f.bump(func(t *tally) {
 		t.Requests++
 		t.ByStatus[a.status]++
+		if a.status >= 500 {
+			f.failedInFailover()
+		}
 		if a.replayed {
 			t.Replays++
 		}
@@ -437,7 +479,11 @@ func (f *fleet) create(ctx context.Context, rng *rand.Rand, order string, bad bo
 				f.surprise("double submit of "+order, twin)
 			}
 		} else {
+			sent := time.Now()
 			a = f.do(ctx, http.MethodPost, f.pick(rng), "/v1/payments", key, body)
+			if a.err == nil && a.status == http.StatusCreated {
+				f.created(sent)
+			}
 		}
 		switch {
 		case a.err == nil && a.status == http.StatusCreated:

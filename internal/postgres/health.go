@@ -51,13 +51,19 @@ func (h *health) TraceQueryEnd(_ context.Context, conn *pgx.Conn, d pgx.TraceQue
 	}
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(d.Err, &pgErr) && pgErr.Code == "25006":
-		h.readOnly.Add(1)
-	case errors.As(d.Err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" ||
-		strings.HasPrefix(pgErr.Code, "08")):
-		h.lost.Add(1)
+	case errors.As(d.Err, &pgErr):
+		switch {
+		case pgErr.Code == "25006":
+			h.readOnly.Add(1)
+		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", strings.HasPrefix(pgErr.Code, "08"):
+			h.lost.Add(1)
+		default:
+			// A statement's own failure, or a session ended for idling in
+			// its transaction: the server is fine.
+			return
+		}
 	case conn.IsClosed() && !errors.Is(d.Err, context.Canceled) && !errors.Is(d.Err, context.DeadlineExceeded):
-		h.lost.Add(1)
+		h.lost.Add(1) // the network or the server went away
 	default:
 		return
 	}

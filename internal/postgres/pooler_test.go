@@ -100,6 +100,20 @@ func TestPgBouncer(t *testing.T) {
 		}
 	})
 
+	// Without ignore_startup_parameters PgBouncer refuses the timeouts:
+	// Open says what to set, in one line.
+	t.Run("RefusedTimeoutsAreExplained", func(t *testing.T) {
+		strict := postgrestest.PgBouncerIgnoring(t, direct, "")
+		_, err := postgres.Open(ctx, strict, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
+		if err == nil {
+			t.Fatal("PgBouncer accepted statement_timeout at connection start")
+		}
+		if msg := err.Error(); !strings.Contains(msg, "ignore_startup_parameters = statement_timeout,lock_timeout,idle_in_transaction_session_timeout") {
+			t.Errorf("error %q does not say what to set", msg)
+		}
+		t.Log(err)
+	})
+
 	// The migrations' advisory lock is a session's: through the pooler
 	// they refuse, in one line naming MIGRATE_DATABASE_URL.
 	t.Run("MigrateRefusesThePooler", func(t *testing.T) {

@@ -55,6 +55,13 @@ func Pooled(t testing.TB) bool {
 // missing, as scripts/pg.sh installs PostgreSQL.
 func PgBouncer(t testing.TB, direct string) string {
 	t.Helper()
+	return PgBouncerIgnoring(t, direct, PoolerIgnoredParameters)
+}
+
+// PgBouncerIgnoring is PgBouncer with ignore_startup_parameters set to
+// ignored (comma separated; "" ignores none).
+func PgBouncerIgnoring(t testing.TB, direct, ignored string) string {
+	t.Helper()
 	bin, err := pgbouncerBin()
 	if err != nil {
 		t.Fatalf("pgbouncer: %v", err)
@@ -87,7 +94,7 @@ max_client_conn = 1000
 ignore_startup_parameters = %s
 server_check_delay = 0
 logfile = %s
-`, u.Hostname(), u.Port(), port, filepath.Join(dir, "users.txt"), PoolerIgnoredParameters, filepath.Join(dir, "pgbouncer.log"))
+`, u.Hostname(), u.Port(), port, filepath.Join(dir, "users.txt"), ignored, filepath.Join(dir, "pgbouncer.log"))
 	if err := os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644); err != nil {
 		t.Fatal(err)
 	}
