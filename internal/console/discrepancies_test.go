@@ -208,3 +208,30 @@ func TestDiscrepancyListPages(t *testing.T) {
 		t.Fatalf("second page rows %v, want the 26th alone and no next link", second)
 	}
 }
+
+// disputedPayment makes a captured payment on an account whose provider
+// webhooks reach the service, opens a dispute of 15.00 at the provider
+// and waits until its webhook has been delivered.
+func disputedPayment(t *testing.T, e *apitest.Env, order string) string {
+	t.Helper()
+	ctx := context.Background()
+	stripeKey, secret := "sk_test_dp_"+apitest.SecretSuffix(t), "whsec_"+apitest.SecretSuffix(t)
+	a, apiKey, err := e.Accounts.Create(ctx, "Loja Contestada", stripeKey, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Sim.RegisterWebhookEndpoint(stripeKey, e.URL+"/webhooks/stripe/"+a.ID, secret)
+	r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-" + order, Bearer: apiKey,
+		Body: fmt.Sprintf(`{"order_id":%q,"amount":2000,"currency":"BRL","payment_method":"pm_card_visa"}`, order)})
+	apitest.WantStatus(t, r, http.StatusCreated)
+	p := r.JSON(t)
+	if _, err := e.Sim.OpenDispute(p["provider_payment_id"].(string), 1500, "product_not_received"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, apitest.WaitTimeout)
+	defer cancel()
+	if err := e.Sim.WaitWebhooks(wctx); err != nil {
+		t.Fatalf("webhooks not delivered: %v", err)
+	}
+	return p["id"].(string)
+}
