@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,32 +53,49 @@ func rowsOf(ds []*payment.Discrepancy) []discrepancyRow {
 	return out
 }
 
-// sides renders one side of a discrepancy as "field: value" pairs; nested
-// values stay compact JSON.
+// sides renders one side of a discrepancy as "field: value" pairs, lists
+// of objects (disputes) one per line.
 func sides(raw json.RawMessage) string {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		var b bytes.Buffer
-		if json.Compact(&b, raw) != nil {
-			return string(raw)
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	return plain(v)
+}
+
+func plain(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
 		}
-		return b.String()
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		var b bytes.Buffer
-		v := string(m[k])
-		if json.Compact(&b, m[k]) == nil {
-			v = b.String()
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ": " + plain(x[k])
 		}
-		parts[i] = k + ": " + strings.Trim(v, `"`)
+		return strings.Join(parts, ", ")
+	case []any:
+		if len(x) == 0 {
+			return "none"
+		}
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = plain(e)
+			if _, ok := e.(map[string]any); ok {
+				parts[i] = "(" + parts[i] + ")"
+			}
+		}
+		return strings.Join(parts, "; ")
+	case nil:
+		return "—"
+	case string:
+		return x
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
 	}
-	return strings.Join(parts, ", ")
 }
 
 // discrepancyList pages the audit's findings, open ones by default.
