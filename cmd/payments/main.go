@@ -247,7 +247,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer a.db.Close()
 	var con http.Handler
 	if cfg.AdminToken != "" {
-		c, err := console.New(console.Config{Payments: a.payments, Accounts: a.accounts, Store: postgres.NewConsoleStore(a.db),
+		c, err := console.New(console.Config{Payments: a.payments, Accounts: a.accounts, Discrepancies: a.audit, Store: postgres.NewConsoleStore(a.db),
 			Logger: log, AdminToken: cfg.AdminToken, LastPass: a.reconciler.LastPass})
 		if err != nil {
 			return err

@@ -206,7 +206,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 		e.Discrepancies = dsc
 	}
 	m.CountOpenDiscrepancies(dsc.CountOpen)
-	con, err := console.New(console.Config{Payments: svc, Accounts: accounts, Store: postgres.NewConsoleStore(db), Logger: log,
+	con, err := console.New(console.Config{Payments: svc, Accounts: accounts, Discrepancies: dsc, Store: postgres.NewConsoleStore(db), Logger: log,
 		AdminToken: AdminToken, Now: e.Clock.Now})
 	if err != nil {
 		t.Fatalf("console: %v", err)

@@ -55,7 +55,8 @@ func browser(t *testing.T, bin string) context.Context {
 
 // An operator signs in, finds a payment whose provider answer was lost,
 // sees the provider's state beside ours, reconciles it to final, and
-// replays a declined payment. Screenshots of each page are kept with the
+// replays a declined payment; then resolves a discrepancy the audit found
+// (a refund made in the provider's dashboard) and opens a disputed payment. Screenshots of each page are kept with the
 // test's artifacts (and in CONSOLE_SCREENSHOTS, when set, for the README).
 func TestConsoleInBrowser(t *testing.T) {
 	bin := findChromium(t)
@@ -63,6 +64,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	declined := createPayment(t, e, "pedido-recusado", "pm_card_chargeDeclined", http.StatusCreated)
 	dropAuthorize(e)
 	stuck := createPayment(t, e, "pedido-perdido", "pm_card_visa", http.StatusAccepted)
+	disputed := disputedPayment(t, e, "pedido-contestado")
+	refunded, dsc := capturedWithDashboardRefund(t, e, "pedido-painel")
 	ctx := browser(t, bin)
 	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -108,6 +111,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#token`), apitest.AdminToken),
 		chromedp.Submit(chromedp.CSS(`#sign-in`)),
 		chromedp.WaitVisible(chromedp.CSS(`#waiting-by-age`)))
+	if got := text(`#open-total`); got != "2" {
+		t.Fatalf("open discrepancies on the overview = %q, want 2 (the dashboard refund and the dispute)", got)
+	}
 	shot("overview.png")
 
 	step("find the stuck payment",
@@ -153,6 +159,41 @@ func TestConsoleInBrowser(t *testing.T) {
 	step("accounts", chromedp.Navigate(e.URL+"/console/accounts"), chromedp.WaitVisible(chromedp.CSS(`#create-account`)))
 	shot("accounts.png")
 
+	row := `tr[data-discrepancy-id="` + dsc.ID + `"]`
+	step("open discrepancies",
+		chromedp.Click(chromedp.CSS(`a[href="/console/discrepancies"]`)),
+		chromedp.WaitVisible(chromedp.CSS(row+`[data-status="open"]`)))
+	if got := text(row); !strings.Contains(got, "amount_refunded_mismatch") || !strings.Contains(got, "amount_refunded: 500") {
+		t.Fatalf("discrepancy row %q, want the dashboard refund of 500", got)
+	}
+	shot("discrepancies.png")
+	step("resolve it",
+		chromedp.Click(chromedp.CSS(`#resolve-`+dsc.ID)),
+		chromedp.WaitVisible(chromedp.CSS(`#reason`)),
+		chromedp.Click(chromedp.CSS(`#action-note`)),
+		chromedp.SendKeys(chromedp.CSS(`#reason`), "refunded by phone support; nothing to change"))
+	shot("resolve.png")
+	step("confirm the resolution",
+		chromedp.Click(chromedp.CSS(`#confirm-button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#notice`)),
+		chromedp.WaitVisible(chromedp.CSS(row+`[data-status="resolved"]`)))
+	if got := text(`#payment-id`); got != refunded {
+		t.Fatalf("after resolving the console shows payment %q, want %s", got, refunded)
+	}
+	if got := text(`#timeline`); !strings.Contains(got, "discrepancy.resolved") || !strings.Contains(got, "refunded by phone support") {
+		t.Fatalf("timeline %q, want the resolution with its reason", got)
+	}
+	shot("payment-discrepancy-resolved.png")
+
+	step("open the disputed payment",
+		chromedp.Navigate(e.URL+"/console/payments/"+disputed),
+		chromedp.WaitVisible(chromedp.CSS(`#disputes tr[data-dispute-id]`)))
+	if got := text(`#disputes tbody`); !strings.Contains(got, "product_not_received") || !strings.Contains(got, "needs_response") ||
+		!strings.Contains(got, "15.00 BRL") {
+		t.Fatalf("disputes %q, want 15.00 BRL product_not_received needing a response", got)
+	}
+	shot("payment-disputed.png")
+
 	v, err := e.Payments.AdminGet(context.Background(), stuck)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +201,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	if v.Payment.Status != "authorized" {
 		t.Fatalf("payment %s is %s, want authorized", stuck, v.Payment.Status)
 	}
-	if st := e.Sim.Stats(); st.Authorizations != 1 || st.Declines != 2 {
-		t.Fatalf("the simulator made %d authorizations and %d declines, want 1 (reconciling never charges again) and 2 (the declined payment and its replay)",
-			st.Authorizations, st.Declines)
+	if st := e.Sim.Stats(); st.Authorizations != 3 || st.Declines != 2 || st.Refunds != 0 {
+		t.Fatalf("the simulator made %d authorizations, %d declines and %d API refunds, want 3 (the stuck, disputed and dashboard-refunded payments: reconciling never charges again), 2 (the declined payment and its replay) and 0",
+			st.Authorizations, st.Declines, st.Refunds)
 	}
 }

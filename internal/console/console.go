@@ -36,15 +36,18 @@ type Store interface {
 	PaymentCountWaitingByAge(ctx context.Context, now time.Time) ([]payment.AgeCount, error)
 	EventListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Event, error)
 	WebhookDeliveryListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Delivery, error)
+	DiscrepancyCountOpenByKind(ctx context.Context) (map[string]int64, error)
 }
 
 // Config wires a Console.
 type Config struct {
-	Payments   *payment.Service
-	Accounts   *account.Service
-	Store      Store
-	Logger     *slog.Logger
-	AdminToken string
+	Payments *payment.Service
+	Accounts *account.Service
+	// Discrepancies lists and resolves what the audit found.
+	Discrepancies *payment.Discrepancies
+	Store         Store
+	Logger        *slog.Logger
+	AdminToken    string
 	// LastPass is this instance's last reconciliation pass; nil when no
 	// reconciler runs in this process.
 	LastPass func() (reconcile.Pass, bool)
@@ -64,8 +67,8 @@ type Console struct {
 // New checks every dependency; an empty AdminToken is refused, since the
 // console exists only when it is set.
 func New(c Config) (*Console, error) {
-	if c.Payments == nil || c.Accounts == nil || c.Store == nil || c.Logger == nil {
-		return nil, errors.New("console: payments, accounts, store and logger are required")
+	if c.Payments == nil || c.Accounts == nil || c.Discrepancies == nil || c.Store == nil || c.Logger == nil {
+		return nil, errors.New("console: payments, accounts, discrepancies, store and logger are required")
 	}
 	if c.AdminToken == "" {
 		return nil, errors.New("console: an admin token is required")
@@ -82,10 +85,10 @@ func New(c Config) (*Console, error) {
 		return nil, err
 	}
 	for _, n := range names {
-		if n == "templates/layout.html" {
+		if n == "templates/layout.html" || n == "templates/partials.html" {
 			continue
 		}
-		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", n)
 		if err != nil {
 			return nil, err
 		}
@@ -109,6 +112,9 @@ func (c *Console) Handler() http.Handler {
 		r.Get("/payments/{id}", c.paymentPage)
 		r.Get("/payments/{id}/{action}", c.confirmPage)
 		r.Post("/payments/{id}/{action}", c.act)
+		r.Get("/discrepancies", c.discrepancyList)
+		r.Get("/discrepancies/{id}/resolve", c.resolvePage)
+		r.Post("/discrepancies/{id}/resolve", c.resolve)
 		r.Get("/accounts", c.accountsPage)
 		r.Post("/accounts", c.createAccount)
 		r.Post("/sign-out", c.signOut)
@@ -174,7 +180,11 @@ func (c *Console) requireSession(next http.Handler) http.Handler {
 		}
 		attrs := []any{slog.String("actor", s.Actor), slog.String("method", r.Method), slog.String("page", route)}
 		if id := chi.URLParam(r, "id"); id != "" {
-			attrs = append(attrs, slog.String("payment_id", id))
+			if strings.Contains(route, "/discrepancies/") {
+				attrs = append(attrs, slog.String("discrepancy_id", id))
+			} else {
+				attrs = append(attrs, slog.String("payment_id", id))
+			}
 		}
 		c.cfg.Logger.InfoContext(r.Context(), "console", attrs...)
 	})

@@ -39,6 +39,8 @@ type pageData struct {
 	Pass      *reconcile.Pass
 	NoPass    bool
 	Attention int
+	OpenKinds []kindCount
+	OpenTotal int64
 	// stuck list
 	Filter     stuckFilter
 	AllStatus  []payment.Status
@@ -53,6 +55,12 @@ type pageData struct {
 	Attempts []attemptRow
 	Timeline []timelineItem
 	Actions  []string
+	// discrepancies (list, a payment's, the resolve form)
+	DscStatus     string
+	Discrepancies []discrepancyRow
+	Discrepancy   *discrepancyRow
+	Choices       []resolveChoice
+	Chosen        payment.ResolveAction
 	// confirm
 	Action string
 	Key    string
@@ -184,6 +192,9 @@ var waitingStatuses = []payment.Status{payment.StatusUnknown, payment.StatusProc
 var allStatuses = []payment.Status{payment.StatusProcessing, payment.StatusUnknown, payment.StatusRequiresAction, payment.StatusPending,
 	payment.StatusAuthorized, payment.StatusCaptured, payment.StatusDeclined, payment.StatusFailed, payment.StatusCanceled}
 
+var discrepancyKinds = []payment.DiscrepancyKind{payment.KindPaidAtProviderNotHere, payment.KindStatusMismatch,
+	payment.KindAmountCapturedMismatch, payment.KindAmountRefundedMismatch, payment.KindDisputed}
+
 var ageBuckets = []struct{ key, label, olderThan string }{
 	{"under_5m", "under 5 min", "0s"}, {"5m_to_1h", "5 min – 1 h", "5m"}, {"1h_to_24h", "1 h – 24 h", "1h"}, {"over_24h", "over 24 h", "24h"},
 }
@@ -205,7 +216,16 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	open, err := c.cfg.Store.DiscrepancyCountOpenByKind(ctx)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
 	d := pageData{Title: "Overview", Nav: "overview", Attention: n}
+	for _, k := range discrepancyKinds {
+		d.OpenKinds = append(d.OpenKinds, kindCount{string(k), open[string(k)]})
+		d.OpenTotal += open[string(k)]
+	}
 	for _, st := range allStatuses {
 		d.Statuses = append(d.Statuses, statusCount{st, counts[string(st)]})
 	}
@@ -316,6 +336,12 @@ func (c *Console) paymentPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	dscs, err := c.cfg.Discrepancies.List(ctx, "", p.ID, "", 100)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	d.Discrepancies = rowsOf(dscs.Data)
 	d.Timeline = timeline(v.Audit, events, deliveries)
 	d.Actions = actionsFor(p, v.Attempts)
 	c.render(w, r, http.StatusOK, "payment", d)
@@ -325,6 +351,7 @@ var notices = map[string]string{
 	"reconcile": "Reconciled with the provider.",
 	"replay":    "Replayed.",
 	"cancel":    "Cancel sent.",
+	"resolve":   "Discrepancy resolved.",
 }
 
 // compare puts our record beside the provider's; a row differs when the two

@@ -62,3 +62,16 @@ func (s *ConsoleStore) WebhookDeliveryListByPayment(ctx context.Context, account
 	}
 	return out, nil
 }
+
+// DiscrepancyCountOpenByKind counts open discrepancies by kind.
+func (s *ConsoleStore) DiscrepancyCountOpenByKind(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.db.q.DiscrepancyCountOpenByKind(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Kind] = r.N
+	}
+	return out, nil
+}

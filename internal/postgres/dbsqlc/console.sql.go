@@ -10,6 +10,39 @@ import (
 	"time"
 )
 
+const discrepancyCountOpenByKind = `-- name: DiscrepancyCountOpenByKind :many
+SELECT kind, count(*)::bigint AS n FROM discrepancies
+WHERE status = 'open'
+GROUP BY kind
+ORDER BY kind
+`
+
+type DiscrepancyCountOpenByKindRow struct {
+	Kind string
+	N    int64
+}
+
+// Open discrepancies by kind, for the overview.
+func (q *Queries) DiscrepancyCountOpenByKind(ctx context.Context) ([]DiscrepancyCountOpenByKindRow, error) {
+	rows, err := q.db.Query(ctx, discrepancyCountOpenByKind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DiscrepancyCountOpenByKindRow
+	for rows.Next() {
+		var i DiscrepancyCountOpenByKindRow
+		if err := rows.Scan(&i.Kind, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventListByPayment = `-- name: EventListByPayment :many
 SELECT id, type, created_at FROM events
 WHERE account_id = $1 AND payment_id = $2
@@ -29,8 +62,7 @@ type EventListByPaymentRow struct {
 	CreatedAt time.Time
 }
 
-// The events table has no index by payment: the account's unique (account_id,
-// seq) narrows the scan to one account.
+// Read through events_payment (payment_id, seq), in feed order.
 func (q *Queries) EventListByPayment(ctx context.Context, arg EventListByPaymentParams) ([]EventListByPaymentRow, error) {
 	rows, err := q.db.Query(ctx, eventListByPayment, arg.AccountID, arg.PaymentID, arg.MaxRows)
 	if err != nil {

@@ -13,8 +13,7 @@ FROM (SELECT status, sqlc.arg(now)::timestamptz - updated_at AS waited FROM paym
       WHERE status IN ('unknown', 'processing', 'requires_action', 'pending')) w
 GROUP BY 1, 2;
 
--- The events table has no index by payment: the account's unique (account_id,
--- seq) narrows the scan to one account.
+-- Read through events_payment (payment_id, seq), in feed order.
 -- name: EventListByPayment :many
 SELECT id, type, created_at FROM events
 WHERE account_id = @account_id AND payment_id = @payment_id
@@ -26,3 +25,10 @@ SELECT event_id, type, outcome, received_at FROM webhook_deliveries
 WHERE account_id = @account_id AND payment_id = @payment_id
 ORDER BY received_at, event_id
 LIMIT @max_rows;
+
+-- Open discrepancies by kind, for the overview.
+-- name: DiscrepancyCountOpenByKind :many
+SELECT kind, count(*)::bigint AS n FROM discrepancies
+WHERE status = 'open'
+GROUP BY kind
+ORDER BY kind;

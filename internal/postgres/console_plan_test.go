@@ -1,0 +1,65 @@
+package postgres_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/postgres/postgrestest"
+)
+
+// The console's timeline reads a payment's events through events_payment,
+// not by walking every event of the payment's account.
+func TestEventListByPaymentUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u, err := url.Parse(postgrestest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("options", "-c enable_seqscan=off")
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // pgx reads + literally
+	db, err := postgres.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := db.Pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec(`INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, created_at)
+		VALUES ('acct_1', 'Loja', 'h', 'e', 'm', now())`)
+	exec(`INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, status, created_at, updated_at)
+		SELECT 'pay_' || i, 'acct_1', 'pedido-' || i, 1, 100, 'BRL', 'manual', 'pm_card_visa', 'captured', now(), now()
+		FROM generate_series(1, 200) AS i`)
+	exec(`INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
+		SELECT 'evt_' || i, 'acct_1', 'pay_' || (i % 200 + 1), 'payment.captured', '{}', now(), i
+		FROM generate_series(1, 2000) AS i`)
+	exec(`ANALYZE events`)
+	indexScans := func() int64 {
+		t.Helper()
+		var n int64
+		exec(`SELECT pg_stat_force_next_flush()`)
+		if err := db.Pool.QueryRow(ctx, `SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'events_payment'`).Scan(&n); err != nil {
+			t.Fatalf("events_payment: %v", err)
+		}
+		return n
+	}
+	before := indexScans()
+	events, err := postgres.NewConsoleStore(db).EventListByPayment(ctx, "acct_1", "pay_7", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 10 {
+		t.Fatalf("listed %d events, want the payment's 10", len(events))
+	}
+	if after := indexScans(); after == before {
+		t.Fatal("the payment's events were not read through events_payment")
+	}
+}
