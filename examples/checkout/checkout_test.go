@@ -7,66 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acmepay/payments/internal/apitest"
+	"github.com/acmepay/payments/internal/browsertest"
 	"github.com/chromedp/chromedp"
 )
-
-// findChromium returns the browser to drive: CHROMIUM_BIN, or the first of
-// Debian's and others' names on PATH. Without one the test fails where a
-// full run is required (CI=true, or REQUIRE_CHROMIUM=1 as scripts/test.sh
-// sets it) and skips elsewhere, saying why.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CHROMIUM_BIN"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const why = "no Chromium found (CHROMIUM_BIN, or chromium on PATH): install Debian's chromium (apt-get install -y chromium); scripts/test.sh does so when it is missing"
-	if os.Getenv("CI") == "true" || os.Getenv("REQUIRE_CHROMIUM") == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-	return ""
-}
-
-// browser starts a fresh headless Chromium and returns a tab's context.
-func browser(t *testing.T, bin string) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(800, 900),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelTab)
-	// The first Do starts the browser, and lives as long as its context: no
-	// timeout on it. Each step below gets its own.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	return ctx
-}
 
 // shop is the example's world: the service and the simulator (apitest),
 // a merchant whose provider webhooks reach the service as make run sets
@@ -80,7 +29,7 @@ type shop struct {
 }
 
 func newShop(t *testing.T) *shop {
-	bin := findChromium(t)
+	bin := browsertest.Find(t)
 	e := apitest.New(t, apitest.Options{})
 	const whsec = "whsec_checkout_example_test"
 	sk := "sk_test_shop_" + apitest.SecretSuffix(t)
@@ -91,7 +40,7 @@ func newShop(t *testing.T) *shop {
 	e.Sim.RegisterWebhookEndpoint(sk, e.URL+"/webhooks/stripe/"+acct.ID, whsec)
 	srv := httptest.NewServer(newHandler(config{API: e.URL, APIKey: apiKey}))
 	t.Cleanup(srv.Close)
-	return &shop{t: t, e: e, apiKey: apiKey, url: srv.URL, ctx: browser(t, bin)}
+	return &shop{t: t, e: e, apiKey: apiKey, url: srv.URL, ctx: browsertest.Start(t, bin, 800, 900)}
 }
 
 // within runs one step, bounded: a page that never reaches a state fails

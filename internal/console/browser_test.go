@@ -4,54 +4,15 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acmepay/payments/internal/apitest"
+	"github.com/acmepay/payments/internal/browsertest"
 	"github.com/chromedp/chromedp"
 )
-
-// findChromium returns the browser to drive, as the checkout example's test
-// does: CHROMIUM_BIN or Debian's chromium on PATH; without one the test
-// fails where a full run is required (CI=true or REQUIRE_CHROMIUM=1) and
-// skips elsewhere.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CHROMIUM_BIN"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const why = "no Chromium found (CHROMIUM_BIN, or chromium on PATH): install Debian's chromium (apt-get install -y chromium); scripts/test.sh does so when it is missing"
-	if os.Getenv("CI") == "true" || os.Getenv("REQUIRE_CHROMIUM") == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-	return ""
-}
-
-func browser(t *testing.T, bin string) context.Context {
-	t.Helper()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 800))
-	t.Cleanup(cancelAlloc)
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelTab)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	return ctx
-}
 
 // An operator signs in, finds a payment whose provider answer was lost,
 // sees the provider's state beside ours, reconciles it to final, and
@@ -59,14 +20,14 @@ func browser(t *testing.T, bin string) context.Context {
 // (a refund made in the provider's dashboard) and opens a disputed payment. Screenshots of each page are kept with the
 // test's artifacts (and in CONSOLE_SCREENSHOTS, when set, for the README).
 func TestConsoleInBrowser(t *testing.T) {
-	bin := findChromium(t)
+	bin := browsertest.Find(t)
 	e := apitest.New(t, apitest.Options{})
 	declined := createPayment(t, e, "pedido-recusado", "pm_card_chargeDeclined", http.StatusCreated)
 	dropAuthorize(e)
 	stuck := createPayment(t, e, "pedido-perdido", "pm_card_visa", http.StatusAccepted)
 	disputed := disputedPayment(t, e, "pedido-contestado")
 	refunded, dsc := capturedWithDashboardRefund(t, e, "pedido-painel")
-	ctx := browser(t, bin)
+	ctx := browsertest.Start(t, bin, 1280, 800)
 	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
