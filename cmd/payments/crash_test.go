@@ -160,6 +160,50 @@ func assertOneCharge(t *testing.T, e *apitest.Env, r *apitest.Response) {
 	}
 }
 
+// killedWhileProvider sends a create whose provider call is held by kind,
+// kills the server while the call is out, lets the provider finish what it
+// received (as a real one would) and starts a second server.
+func killedWhileProvider(t *testing.T, kind providersim.FaultKind, key, body string) (*apitest.Env, *proc) {
+	t.Helper()
+	e := apitest.New(t, apitest.Options{})
+	bin := buildBinary(t, "")
+	p := start(t, e, bin)
+	hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: kind, Times: 1})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body, BaseURL: p.url})
+		errc <- err
+	}()
+	apitest.Recv(t, hold.Reached(), "the authorization to reach the provider")
+	p.kill(t)
+	if err := apitest.Recv(t, errc, "the killed server's client to return"); err == nil {
+		t.Fatalf("the killed server answered")
+	}
+	hold.Release()
+	return e, start(t, e, bin)
+}
+
+// killedAfterCommit sends a create to a server that dies after committing
+// its answer and before sending it, starts a second server and returns the
+// retry's answer, which must be the committed one replayed.
+func killedAfterCommit(t *testing.T, key, body string) (*apitest.Env, *apitest.Response) {
+	t.Helper()
+	e := apitest.New(t, apitest.Options{})
+	bin := buildBinary(t, "failpoints")
+	p := start(t, e, bin, "PAYMENTS_FAILPOINT=before-response")
+	if _, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body, BaseURL: p.url}); err == nil {
+		t.Fatalf("the failpoint did not kill the server")
+	}
+	apitest.Recv(t, p.done, "the failpoint to end the payments process")
+	p.done <- nil
+	p2 := start(t, e, bin)
+	r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: body, BaseURL: p2.url})
+	if r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the committed answer was not replayed: %d %s", r.Status, r.Body)
+	}
+	return e, r
+}
+
 func TestCrash(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -169,42 +213,14 @@ func TestCrash(t *testing.T) {
 	for _, kind := range []providersim.FaultKind{providersim.HoldBeforeEffect, providersim.HoldAfterEffect} {
 		t.Run("KilledWhileProvider"+strings.ReplaceAll(string(kind), "_", " "), func(t *testing.T) {
 			t.Parallel()
-			e := apitest.New(t, apitest.Options{})
-			bin := buildBinary(t, "")
-			p := start(t, e, bin)
-			hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: kind, Times: 1})
-			errc := make(chan error, 1)
-			go func() {
-				_, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash", Body: crashBody, BaseURL: p.url})
-				errc <- err
-			}()
-			apitest.Recv(t, hold.Reached(), "the authorization to reach the provider")
-			p.kill(t)
-			if err := apitest.Recv(t, errc, "the killed server's client to return"); err == nil {
-				t.Fatalf("the killed server answered")
-			}
-			// The provider finishes what it received, as a real one would.
-			hold.Release()
-			p2 := start(t, e, bin)
+			e, p2 := killedWhileProvider(t, kind, "k-crash", crashBody)
 			assertOneCharge(t, e, retryUntilFinal(t, e, p2.url, "k-crash"))
 		})
 	}
 
 	t.Run("KilledAfterCommitBeforeResponse", func(t *testing.T) {
 		t.Parallel()
-		e := apitest.New(t, apitest.Options{})
-		bin := buildBinary(t, "failpoints")
-		p := start(t, e, bin, "PAYMENTS_FAILPOINT=before-response")
-		if _, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash", Body: crashBody, BaseURL: p.url}); err == nil {
-			t.Fatalf("the failpoint did not kill the server")
-		}
-		apitest.Recv(t, p.done, "the failpoint to end the payments process")
-		p.done <- nil
-		p2 := start(t, e, bin)
-		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash", Body: crashBody, BaseURL: p2.url})
-		if r.Header.Get("Idempotent-Replayed") != "true" {
-			t.Fatalf("the committed answer was not replayed: %d %s", r.Status, r.Body)
-		}
+		e, r := killedAfterCommit(t, "k-crash", crashBody)
 		assertOneCharge(t, e, r)
 	})
 
@@ -264,22 +280,7 @@ func TestCrashPix(t *testing.T) {
 	for _, kind := range []providersim.FaultKind{providersim.HoldBeforeEffect, providersim.HoldAfterEffect} {
 		t.Run("KilledWhileProvider"+strings.ReplaceAll(string(kind), "_", " "), func(t *testing.T) {
 			t.Parallel()
-			e := apitest.New(t, apitest.Options{})
-			bin := buildBinary(t, "")
-			p := start(t, e, bin)
-			hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: kind, Times: 1})
-			errc := make(chan error, 1)
-			go func() {
-				_, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash-pix", Body: crashPixBody, BaseURL: p.url})
-				errc <- err
-			}()
-			apitest.Recv(t, hold.Reached(), "the Pix authorization to reach the provider")
-			p.kill(t)
-			if err := apitest.Recv(t, errc, "the killed server's client to return"); err == nil {
-				t.Fatalf("the killed server answered")
-			}
-			hold.Release()
-			p2 := start(t, e, bin)
+			e, p2 := killedWhileProvider(t, kind, "k-crash-pix", crashPixBody)
 			r := retryBodyUntilAnswered(t, e, p2.url, "k-crash-pix", crashPixBody)
 			assertOnePixIntent(t, e, r)
 			again := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash-pix", Body: crashPixBody, BaseURL: p2.url})
@@ -291,19 +292,7 @@ func TestCrashPix(t *testing.T) {
 
 	t.Run("KilledAfterCommitBeforeResponse", func(t *testing.T) {
 		t.Parallel()
-		e := apitest.New(t, apitest.Options{})
-		bin := buildBinary(t, "failpoints")
-		p := start(t, e, bin, "PAYMENTS_FAILPOINT=before-response")
-		if _, err := e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash-pix", Body: crashPixBody, BaseURL: p.url}); err == nil {
-			t.Fatalf("the failpoint did not kill the server")
-		}
-		apitest.Recv(t, p.done, "the failpoint to end the payments process")
-		p.done <- nil
-		p2 := start(t, e, bin)
-		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-crash-pix", Body: crashPixBody, BaseURL: p2.url})
-		if r.Header.Get("Idempotent-Replayed") != "true" {
-			t.Fatalf("the committed answer was not replayed: %d %s", r.Status, r.Body)
-		}
+		e, r := killedAfterCommit(t, "k-crash-pix", crashPixBody)
 		assertOnePixIntent(t, e, r)
 	})
 }
