@@ -3,14 +3,11 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
-	"github.com/acmepay/payments/internal/postgres/postgrestest"
 )
 
 // The reconciler claims from the few unresolved attempts through an index,
@@ -19,30 +16,7 @@ import (
 func TestClaimDoesNotScanAttempts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	raw := postgrestest.URL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("options", "-c enable_seqscan=off")
-	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // pgx reads + literally
-	db, err := postgres.Open(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := db.Pool.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	exec(`INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, created_at)
-		VALUES ('acct_1', 'Loja', 'h', 'e', 'm', now())`)
-	exec(`INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, status, created_at, updated_at)
-		SELECT 'pay_' || i, 'acct_1', 'pedido-' || i, 1, 100, 'BRL', 'manual', 'pm_card_visa', 'captured', now(), now()
-		FROM generate_series(1, 200) AS i`)
+	db, exec := planDB(t)
 	exec(`INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status, request, created_at, updated_at)
 		SELECT 'att_' || i, 'acct_1', 'pay_' || i, 'pedido-' || i, 'autorizar', 1, 'pedido-' || i || ':autorizar-v1',
 		       CASE WHEN i % 50 = 0 THEN 'unknown' WHEN i % 50 = 1 THEN 'waiting' ELSE 'succeeded' END, '{}', now() - interval '1h', now() - interval '1h'

@@ -2,12 +2,9 @@ package postgres_test
 
 import (
 	"context"
-	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/acmepay/payments/internal/postgres"
-	"github.com/acmepay/payments/internal/postgres/postgrestest"
 )
 
 // The console's timeline reads a payment's events through events_payment,
@@ -15,29 +12,7 @@ import (
 func TestEventListByPaymentUsesItsIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	u, err := url.Parse(postgrestest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("options", "-c enable_seqscan=off")
-	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // pgx reads + literally
-	db, err := postgres.Open(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := db.Pool.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	exec(`INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, created_at)
-		VALUES ('acct_1', 'Loja', 'h', 'e', 'm', now())`)
-	exec(`INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, status, created_at, updated_at)
-		SELECT 'pay_' || i, 'acct_1', 'pedido-' || i, 1, 100, 'BRL', 'manual', 'pm_card_visa', 'captured', now(), now()
-		FROM generate_series(1, 200) AS i`)
+	db, exec := planDB(t)
 	exec(`INSERT INTO events (id, account_id, payment_id, type, payload, created_at, seq)
 		SELECT 'evt_' || i, 'acct_1', 'pay_' || (i % 200 + 1), 'payment.captured', '{}', now(), i
 		FROM generate_series(1, 2000) AS i`)
