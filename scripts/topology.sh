@@ -99,6 +99,15 @@ EOF
 	printf '"%s" ""\n' "$user" >"$DIR/users.txt"
 	is_root && chown postgres "$DIR/pgbouncer.ini" "$DIR/users.txt"
 	as_owner "$bin" -d "$DIR/pgbouncer.ini" || die "pgbouncer did not start (log: $DIR/pgbouncer.log)"
+	# -d returns before the daemon listens; callers connect at once.
+	local i
+	for i in $(seq 1 100); do
+		if timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" >/dev/null 2>&1; then
+			break
+		fi
+		[ "$i" -eq 100 ] && die "pgbouncer does not listen on $port (log: $DIR/pgbouncer.log)"
+		sleep 0.1
+	done
 	local db="${server#*://}"
 	db="${db#*/}"
 	db="${db%%\?*}"
