@@ -46,12 +46,27 @@ func (h *health) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQu
 // connection to it is dropped, so that the next ones go, through
 // target_session_attrs=read-write, to the new primary.
 func (h *health) TraceQueryEnd(_ context.Context, conn *pgx.Conn, d pgx.TraceQueryEndData) {
-	if d.Err == nil {
+	h.failed(conn, d.Err)
+}
+
+// TraceBatchQuery implements pgx.BatchTracer: a pipelined statement fails
+// over as TraceQueryEnd.
+func (h *health) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
+	h.failed(conn, d.Err)
+}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (h *health) TraceBatchEnd(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchEndData) {
+	h.failed(conn, d.Err)
+}
+
+func (h *health) failed(conn *pgx.Conn, err error) {
+	if err == nil {
 		return
 	}
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(d.Err, &pgErr):
+	case errors.As(err, &pgErr):
 		switch {
 		case pgErr.Code == "25006":
 			h.readOnly.Add(1)
@@ -62,7 +77,7 @@ func (h *health) TraceQueryEnd(_ context.Context, conn *pgx.Conn, d pgx.TraceQue
 			// its transaction: the server is fine.
 			return
 		}
-	case conn.IsClosed() && !errors.Is(d.Err, context.Canceled) && !errors.Is(d.Err, context.DeadlineExceeded):
+	case conn.IsClosed() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
 		h.lost.Add(1) // the network or the server went away
 	default:
 		return
@@ -93,6 +108,27 @@ func (t tracers) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQuer
 		t.other.TraceQueryEnd(ctx, c, d)
 	}
 	t.health.TraceQueryEnd(ctx, c, d)
+}
+
+func (t tracers) TraceBatchStart(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	if o, ok := t.other.(pgx.BatchTracer); ok {
+		ctx = o.TraceBatchStart(ctx, c, d)
+	}
+	return ctx
+}
+
+func (t tracers) TraceBatchQuery(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if o, ok := t.other.(pgx.BatchTracer); ok {
+		o.TraceBatchQuery(ctx, c, d)
+	}
+	t.health.TraceBatchQuery(ctx, c, d)
+}
+
+func (t tracers) TraceBatchEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchEndData) {
+	if o, ok := t.other.(pgx.BatchTracer); ok {
+		o.TraceBatchEnd(ctx, c, d)
+	}
+	t.health.TraceBatchEnd(ctx, c, d)
 }
 
 func (t tracers) TraceConnectStart(ctx context.Context, d pgx.TraceConnectStartData) context.Context {
