@@ -22,6 +22,7 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 	}
 	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
 	resp, err := s.execute(ctx, acct, scope, fp, s.newID("pay"),
+		ReadAhead{NextAttempt: &AttemptOf{AccountID: acct.ID, OrderID: req.OrderID, Op: OpAuthorize}},
 		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
 			n, err := tx.NextAttemptNumber(ctx, acct.ID, req.OrderID, OpAuthorize)
 			if err != nil {

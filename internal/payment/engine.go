@@ -38,7 +38,10 @@ type starter func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptI
 //  4. transaction 2 records the outcome and the response under the key. A
 //     crash after it and before the response is written leaves a completed
 //     key that replays.
-func (s *Service) execute(ctx context.Context, acct Account, scope idempotency.Scope, fp []byte, paymentID string, start starter) (idempotency.Response, error) {
+//
+// ahead names the reads start makes first, which travel with the
+// reservation.
+func (s *Service) execute(ctx context.Context, acct Account, scope idempotency.Scope, fp []byte, paymentID string, ahead ReadAhead, start starter) (idempotency.Response, error) {
 	op := scope.Operation
 	if rec, err := s.store.KeyGet(ctx, scope); err == nil {
 		if d := idempotency.Decide(rec, fp, s.clock()); d != idempotency.Recover {
@@ -62,6 +65,7 @@ func (s *Service) execute(ctx context.Context, acct Account, scope idempotency.S
 			attemptID := s.newID("att")
 			res := Reservation{Scope: scope, Fingerprint: fp, LeaseUntil: now.Add(s.lease),
 				PaymentID: paymentID, AttemptID: attemptID, Now: now}
+			tx.ReadAhead(ahead)
 			keyID, reserved, err := tx.KeyReserve(ctx, res)
 			if err != nil {
 				return err
@@ -188,7 +192,9 @@ func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) 
 	var resp idempotency.Response
 	err := s.settle(ctx, w.attempt, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
-		// Lock order everywhere: key, then payment.
+		// Lock order everywhere: key, then payment. The payment and the
+		// attempt (read by record) travel with the key.
+		tx.ReadAhead(ReadAhead{LockPayment: &PaymentRef{AccountID: acct.ID, ID: w.payment.ID}, Attempt: w.attempt.ID})
 		rec, err := tx.KeyLock(ctx, w.scope)
 		if err != nil {
 			return err

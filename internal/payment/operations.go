@@ -45,7 +45,7 @@ func (s *Service) paymentOp(ctx context.Context, acct Account, key, idemOp strin
 		return idempotency.Response{}, err
 	}
 	scope := idempotency.Scope{AccountID: acct.ID, Operation: idemOp, KeyHash: idempotency.HashKey(key)}
-	return s.execute(ctx, acct, scope, fp, paymentID,
+	return s.execute(ctx, acct, scope, fp, paymentID, ReadAhead{},
 		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
 			p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
 			if err != nil {
@@ -100,7 +100,7 @@ func (s *Service) Refund(ctx context.Context, acct Account, key, paymentID strin
 		return idempotency.Response{}, err
 	}
 	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
-	return s.execute(ctx, acct, scope, fp, paymentID,
+	return s.execute(ctx, acct, scope, fp, paymentID, ReadAhead{},
 		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
 			p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
 			if err != nil {

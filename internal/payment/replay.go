@@ -71,7 +71,7 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 		return idempotency.Response{}, err
 	}
 	ctx = withActor(ctx, actor)
-	resp, err := s.execute(ctx, acct, scope, fp, paymentID,
+	resp, err := s.execute(ctx, acct, scope, fp, paymentID, ReadAhead{},
 		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
 			p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
 			if err != nil {

@@ -63,9 +63,33 @@ type Reservation struct {
 	Now         time.Time
 }
 
+// ReadAhead names reads a transaction makes right after its next
+// statement, in this order, and nothing in between: a store that pipelines
+// sends them with that statement, in one round trip, and answers the calls
+// from them. A store may ignore it; the calls answer the same either way.
+type ReadAhead struct {
+	// NextAttempt: NextAttemptNumber of an order's operation.
+	NextAttempt *AttemptOf
+	// LockPayment: PaymentLock of a payment (AccountID, ID).
+	LockPayment *PaymentRef
+	// Attempt: AttemptGet of this attempt id.
+	Attempt string
+}
+
+// AttemptOf names the attempts of one operation of an order.
+type AttemptOf struct {
+	AccountID, OrderID string
+	Op                 Operation
+}
+
+// PaymentRef names one of an account's payments.
+type PaymentRef struct{ AccountID, ID string }
+
 // Tx is one database transaction. Row locks taken through it are held until
 // the transaction ends.
 type Tx interface {
+	// ReadAhead announces the reads that follow the next statement.
+	ReadAhead(r ReadAhead)
 	// KeyReserve inserts the record and returns its id; false when the
 	// scope already has one.
 	KeyReserve(ctx context.Context, r Reservation) (int64, bool, error)

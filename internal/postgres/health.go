@@ -49,13 +49,8 @@ func (h *health) TraceQueryEnd(_ context.Context, conn *pgx.Conn, d pgx.TraceQue
 	h.failed(conn, d.Err)
 }
 
-// TraceBatchQuery implements pgx.BatchTracer: a pipelined statement fails
-// over as TraceQueryEnd.
-func (h *health) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
-	h.failed(conn, d.Err)
-}
-
-// TraceBatchEnd implements pgx.BatchTracer.
+// TraceBatchEnd implements pgx.BatchTracer: a batch fails over as one
+// query, on its first error.
 func (h *health) TraceBatchEnd(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchEndData) {
 	h.failed(conn, d.Err)
 }
@@ -121,7 +116,6 @@ func (t tracers) TraceBatchQuery(ctx context.Context, c *pgx.Conn, d pgx.TraceBa
 	if o, ok := t.other.(pgx.BatchTracer); ok {
 		o.TraceBatchQuery(ctx, c, d)
 	}
-	t.health.TraceBatchQuery(ctx, c, d)
 }
 
 func (t tracers) TraceBatchEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchEndData) {

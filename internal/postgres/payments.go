@@ -24,7 +24,8 @@ var _ payment.Store = (*PaymentStore)(nil)
 // the race for a key read the winner's record after waiting on its lock.
 func (s *PaymentStore) WithTx(ctx context.Context, fn func(payment.Tx) error) error {
 	return withTx(ctx, s.db, func(tx pgx.Tx) error {
-		return fn(&paymentTx{tx: tx, q: s.db.q.WithTx(tx), river: s.db.river})
+		ptx := tx.(*pipeTx)
+		return fn(&paymentTx{tx: ptx, q: s.db.q.WithTx(ptx), river: s.db.river})
 	})
 }
 
@@ -67,17 +68,31 @@ func (s *PaymentStore) PaymentLiveByOrder(ctx context.Context, accountID, orderI
 }
 
 type paymentTx struct {
-	tx    pgx.Tx
+	tx    *pipeTx
 	q     *dbsqlc.Queries
 	river *River
+	ahead ahead
+	// locked holds the version of each payment this transaction locked
+	// (PaymentLock), kept current through its own updates: under the lock
+	// nobody else changes it.
+	locked map[string]int64
+}
+
+func (t *paymentTx) lockedAt(id string, version int64) {
+	if t.locked == nil {
+		t.locked = map[string]int64{}
+	}
+	t.locked[id] = version
 }
 
 func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (int64, bool, error) {
+	t.endpointsAhead(r.Scope.AccountID)
 	row, err := t.q.IdempotencyKeyReserve(ctx, dbsqlc.IdempotencyKeyReserveParams{
 		AccountID: r.Scope.AccountID, Operation: r.Scope.Operation, KeyHash: r.Scope.KeyHash,
 		Fingerprint: r.Fingerprint, LeaseExpiresAt: &r.LeaseUntil,
 		PaymentID: strPtr(r.PaymentID), AttemptID: strPtr(r.AttemptID), Now: r.Now,
 	})
+	t.arrived()
 	if err == pgx.ErrNoRows {
 		return 0, false, nil
 	}
@@ -85,8 +100,10 @@ func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (int6
 }
 
 func (t *paymentTx) KeyLock(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
+	t.endpointsAhead(sc.AccountID)
 	row, err := t.q.IdempotencyKeyGetForUpdate(ctx, dbsqlc.IdempotencyKeyGetForUpdateParams{
 		AccountID: sc.AccountID, Operation: sc.Operation, KeyHash: sc.KeyHash})
+	t.arrived()
 	if err != nil {
 		return idempotency.Record{}, translate(err)
 	}
@@ -112,7 +129,11 @@ func (t *paymentTx) KeyDetachAttempt(ctx context.Context, id int64) error {
 }
 
 func (t *paymentTx) NextAttemptNumber(ctx context.Context, accountID, orderID string, op payment.Operation) (int, error) {
-	n, err := t.q.AttemptNextNumber(ctx, dbsqlc.AttemptNextNumberParams{AccountID: accountID, OrderID: orderID, Operation: string(op)})
+	arg := dbsqlc.AttemptNextNumberParams{AccountID: accountID, OrderID: orderID, Operation: string(op)}
+	if a, ok := take(&t.ahead.next, t.fresh(), t.ahead.nextOf == arg); ok {
+		return int(a.v), translate(a.err)
+	}
+	n, err := t.q.AttemptNextNumber(ctx, arg)
 	return int(n), translate(err)
 }
 
@@ -125,7 +146,7 @@ func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error
 	if err != nil {
 		return err
 	}
-	_, err = t.q.PaymentInsert(ctx, dbsqlc.PaymentInsertParams{
+	err = t.q.PaymentInsert(ctx, dbsqlc.PaymentInsertParams{
 		ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Attempt: int32(p.Attempt),
 		Amount: p.Amount, Currency: p.Currency, CaptureMethod: p.CaptureMethod,
 		PaymentMethod: p.PaymentMethod, CustomerID: p.CustomerID, Description: p.Description,
@@ -135,10 +156,20 @@ func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error
 }
 
 func (t *paymentTx) PaymentLock(ctx context.Context, accountID, id string) (*payment.Payment, error) {
-	row, err := t.q.PaymentGetByIDForUpdate(ctx, dbsqlc.PaymentGetByIDForUpdateParams{AccountID: accountID, ID: id})
+	arg := dbsqlc.PaymentGetByIDForUpdateParams{AccountID: accountID, ID: id}
+	var (
+		row dbsqlc.Payment
+		err error
+	)
+	if a, ok := take(&t.ahead.lock, t.fresh(), t.ahead.lockOf == arg); ok {
+		row, err = a.v, a.err
+	} else {
+		row, err = t.q.PaymentGetByIDForUpdate(ctx, arg)
+	}
 	if err != nil {
 		return nil, translate(err)
 	}
+	t.lockedAt(row.ID, row.Version)
 	return paymentFromRow(row)
 }
 
@@ -151,17 +182,31 @@ func (t *paymentTx) PaymentUpdate(ctx context.Context, p *payment.Payment) error
 		}
 		next = b
 	}
-	row, err := t.q.PaymentUpdateState(ctx, dbsqlc.PaymentUpdateStateParams{
+	arg := dbsqlc.PaymentUpdateStateParams{
 		ID: p.ID, Status: string(p.Status), Attempt: int32(p.Attempt),
 		ProviderPaymentID: strPtr(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, ProviderAmountRefunded: p.ProviderAmountRefunded, FailureCode: strPtr(p.FailureCode),
 		FailureMessage: strPtr(p.FailureMessage), NextAction: next, ClientSecret: strPtr(p.ClientSecret),
 		ActionExpiresAt: p.ActionExpiresAt, Now: p.UpdatedAt,
-	})
+	}
+	if v, ok := t.locked[p.ID]; ok && v == p.Version {
+		// Locked here at this version: the next is known, and the update
+		// waits for the next round trip.
+		if err := t.q.PaymentUpdateStateLocked(ctx, dbsqlc.PaymentUpdateStateLockedParams(arg)); err != nil {
+			return translate(err)
+		}
+		p.Version = v + 1
+		t.locked[p.ID] = p.Version
+		return nil
+	}
+	row, err := t.q.PaymentUpdateState(ctx, arg)
 	if err != nil {
 		return translate(err)
 	}
 	p.Version = row.Version
+	if _, ok := t.locked[p.ID]; ok {
+		t.locked[p.ID] = p.Version
+	}
 	return nil
 }
 
@@ -175,11 +220,14 @@ func (t *paymentTx) PaymentSetDisputes(ctx context.Context, p *payment.Payment) 
 		return translate(err)
 	}
 	p.Version = v
+	if _, ok := t.locked[p.ID]; ok {
+		t.locked[p.ID] = v
+	}
 	return nil
 }
 
 func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error {
-	_, err := t.q.AttemptInsert(ctx, dbsqlc.AttemptInsertParams{
+	err := t.q.AttemptInsert(ctx, dbsqlc.AttemptInsertParams{
 		ID: a.ID, AccountID: a.AccountID, PaymentID: a.PaymentID, OrderID: a.OrderID,
 		Operation: string(a.Operation), Number: int32(a.Number), ProviderKey: a.ProviderKey,
 		Request: a.Request, LeaseExpiresAt: a.LeaseExpiresAt, Now: a.CreatedAt,
@@ -188,7 +236,15 @@ func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error
 }
 
 func (t *paymentTx) AttemptGet(ctx context.Context, id string) (*payment.Attempt, error) {
-	row, err := t.q.AttemptGetByID(ctx, id)
+	var (
+		row dbsqlc.Attempt
+		err error
+	)
+	if a, ok := take(&t.ahead.attempt, t.fresh(), t.ahead.attemptOf == id); ok {
+		row, err = a.v, a.err
+	} else {
+		row, err = t.q.AttemptGetByID(ctx, id)
+	}
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -200,7 +256,7 @@ func (t *paymentTx) AttemptSetLease(ctx context.Context, id string, until, now t
 }
 
 func (t *paymentTx) AttemptUpdateOutcome(ctx context.Context, a *payment.Attempt) error {
-	_, err := t.q.AttemptUpdateOutcome(ctx, dbsqlc.AttemptUpdateOutcomeParams{
+	err := t.q.AttemptUpdateOutcome(ctx, dbsqlc.AttemptUpdateOutcomeParams{
 		ID: a.ID, Status: string(a.Status), ProviderObjectID: strPtr(a.ProviderObjectID),
 		FailureCode: strPtr(a.FailureCode), FailureMessage: strPtr(a.FailureMessage), Now: a.UpdatedAt,
 		NextReconcileAt: a.NextReconcileAt})

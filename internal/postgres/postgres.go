@@ -31,10 +31,11 @@ import (
 type DB struct {
 	Pool *pgxpool.Pool
 	q    *dbsqlc.Queries
-	// beginSQL opens every transaction: READ COMMITTED and the session
-	// timeouts again with SET LOCAL, in the same round trip.
-	beginSQL string
-	health   *health
+	// begin opens every transaction: READ COMMITTED and the session
+	// timeouts again, local to it; queued, they travel with its first
+	// statement.
+	begin  []string
+	health *health
 	// river enqueues webhook deliveries inside payment transactions.
 	river *River
 }
@@ -114,21 +115,26 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: job queue: %w", err)
 	}
-	return &DB{Pool: pool, q: dbsqlc.New(pool), beginSQL: beginSQL(cfg.ConnConfig.RuntimeParams), health: h, river: inserter}, nil
+	return &DB{Pool: pool, q: dbsqlc.New(pool), begin: beginStatements(cfg.ConnConfig.RuntimeParams), health: h, river: inserter}, nil
 }
 
-// beginSQL is BEGIN with the session timeouts of params as SET LOCAL.
-func beginSQL(params map[string]string) string {
-	var b strings.Builder
-	b.WriteString("BEGIN ISOLATION LEVEL READ COMMITTED")
+// beginStatements are BEGIN and, in one statement, the session timeouts
+// of params as set_config(..., true), which is SET LOCAL. A batch holds one
+// command per statement, so they cannot share BEGIN's string.
+func beginStatements(params map[string]string) []string {
+	stmts := []string{"BEGIN ISOLATION LEVEL READ COMMITTED"}
+	var sets []string
 	for _, name := range sessionTimeouts {
 		if v, ok := params[name]; ok {
 			if _, err := strconv.ParseInt(v, 10, 64); err == nil {
-				fmt.Fprintf(&b, "; SET LOCAL %s = %s", name, v)
+				sets = append(sets, fmt.Sprintf("set_config('%s', '%s', true)", name, v))
 			}
 		}
 	}
-	return b.String()
+	if len(sets) > 0 {
+		stmts = append(stmts, "SELECT "+strings.Join(sets, ", "))
+	}
+	return stmts
 }
 
 // poolerHint explains PgBouncer's refusal of the timeouts sent at
@@ -257,7 +263,7 @@ func (db *DB) Ready(ctx context.Context) error {
 	return nil
 }
 
-// withTx runs fn in a transaction, begun by db.beginSQL.
+// withTx runs fn in a pipelined transaction (pipeTx) begun by db.begin.
 //
 // The isolation level is set, never inherited from the server: the money
 // path locks a row and then relies on reading its latest committed version,
@@ -265,10 +271,12 @@ func (db *DB) Ready(ctx context.Context) error {
 // row changed since the snapshot fails, and a plain read sees the old row).
 // A server default of REPEATABLE READ once left paid payments in processing.
 func withTx(ctx context.Context, db *DB, fn func(pgx.Tx) error) error {
-	tx, err := db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, BeginQuery: db.beginSQL})
+	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		return translate(err)
 	}
+	defer conn.Release()
+	tx := newPipeTx(conn.Conn(), db.begin)
 	// Unconditional, so that a panic in fn also ends the transaction and
 	// returns its connection: a leaked one keeps its locks and makes
 	// pool.Close wait for ever. After Commit it is a no-op (pgx.ErrTxClosed).

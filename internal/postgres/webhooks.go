@@ -128,8 +128,16 @@ func RiverMigrations() int {
 // nothing is sent.
 func enqueueTx(ctx context.Context, r *River, tx pgx.Tx, q *dbsqlc.Queries, accountID, eventID, eventType string) error {
 	ids, err := q.WebhookEndpointsMatching(ctx, dbsqlc.WebhookEndpointsMatchingParams{AccountID: accountID, Type: eventType})
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return translate(err)
+	}
+	return enqueueIDs(ctx, r, tx, accountID, eventID, ids)
+}
+
+// enqueueIDs inserts one delivery job per endpoint id.
+func enqueueIDs(ctx context.Context, r *River, tx pgx.Tx, accountID, eventID string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
 	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
@@ -147,6 +155,9 @@ func enqueueTx(ctx context.Context, r *River, tx pgx.Tx, q *dbsqlc.Queries, acco
 // WebhooksEnqueue is the outbox: called right after EventInsert, in the
 // same transaction.
 func (t *paymentTx) WebhooksEnqueue(ctx context.Context, e payment.Event) error {
+	if ids, ok := t.matching(e.AccountID, e.Type); ok {
+		return enqueueIDs(ctx, t.river, t.tx, e.AccountID, e.ID, ids)
+	}
 	return enqueueTx(ctx, t.river, t.tx, t.q, e.AccountID, e.ID, e.Type)
 }
 

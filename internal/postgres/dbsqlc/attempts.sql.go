@@ -113,12 +113,11 @@ func (q *Queries) AttemptGetByID(ctx context.Context, id string) (Attempt, error
 	return i, err
 }
 
-const attemptInsert = `-- name: AttemptInsert :one
+const attemptInsert = `-- name: AttemptInsert :exec
 INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
                       request, lease_expires_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'processing',
         $8, $9, $10, $10)
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
 `
 
 type AttemptInsertParams struct {
@@ -134,8 +133,8 @@ type AttemptInsertParams struct {
 	Now            time.Time
 }
 
-func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) (Attempt, error) {
-	row := q.db.QueryRow(ctx, attemptInsert,
+func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) error {
+	_, err := q.db.Exec(ctx, attemptInsert,
 		arg.ID,
 		arg.AccountID,
 		arg.PaymentID,
@@ -147,27 +146,7 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) (A
 		arg.LeaseExpiresAt,
 		arg.Now,
 	)
-	var i Attempt
-	err := row.Scan(
-		&i.ID,
-		&i.AccountID,
-		&i.PaymentID,
-		&i.OrderID,
-		&i.Operation,
-		&i.Number,
-		&i.ProviderKey,
-		&i.Status,
-		&i.Request,
-		&i.ProviderObjectID,
-		&i.LeaseExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.ReconcileTries,
-		&i.NextReconcileAt,
-	)
-	return i, err
+	return err
 }
 
 const attemptLatestByPayment = `-- name: AttemptLatestByPayment :one
@@ -415,7 +394,7 @@ func (q *Queries) AttemptSetLease(ctx context.Context, arg AttemptSetLeaseParams
 	return err
 }
 
-const attemptUpdateOutcome = `-- name: AttemptUpdateOutcome :one
+const attemptUpdateOutcome = `-- name: AttemptUpdateOutcome :exec
 UPDATE attempts
 SET status = $1, provider_object_id = COALESCE($2, provider_object_id),
     failure_code = $3, failure_message = $4,
@@ -425,7 +404,6 @@ SET status = $1, provider_object_id = COALESCE($2, provider_object_id),
     reconcile_tries = CASE WHEN status <> 'waiting' AND $1 = 'waiting' THEN 0 ELSE reconcile_tries END,
     next_reconcile_at = CASE WHEN $1 = 'waiting' THEN $6::timestamptz ELSE next_reconcile_at END
 WHERE id = $7
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
 `
 
 type AttemptUpdateOutcomeParams struct {
@@ -438,8 +416,8 @@ type AttemptUpdateOutcomeParams struct {
 	ID               string
 }
 
-func (q *Queries) AttemptUpdateOutcome(ctx context.Context, arg AttemptUpdateOutcomeParams) (Attempt, error) {
-	row := q.db.QueryRow(ctx, attemptUpdateOutcome,
+func (q *Queries) AttemptUpdateOutcome(ctx context.Context, arg AttemptUpdateOutcomeParams) error {
+	_, err := q.db.Exec(ctx, attemptUpdateOutcome,
 		arg.Status,
 		arg.ProviderObjectID,
 		arg.FailureCode,
@@ -448,25 +426,5 @@ func (q *Queries) AttemptUpdateOutcome(ctx context.Context, arg AttemptUpdateOut
 		arg.NextReconcileAt,
 		arg.ID,
 	)
-	var i Attempt
-	err := row.Scan(
-		&i.ID,
-		&i.AccountID,
-		&i.PaymentID,
-		&i.OrderID,
-		&i.Operation,
-		&i.Number,
-		&i.ProviderKey,
-		&i.Status,
-		&i.Request,
-		&i.ProviderObjectID,
-		&i.LeaseExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.ReconcileTries,
-		&i.NextReconcileAt,
-	)
-	return i, err
+	return err
 }

@@ -268,12 +268,11 @@ func (q *Queries) PaymentGetLiveByOrder(ctx context.Context, arg PaymentGetLiveB
 	return i, err
 }
 
-const paymentInsert = `-- name: PaymentInsert :one
+const paymentInsert = `-- name: PaymentInsert :exec
 INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
                       customer_id, description, metadata, method_options, status, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $11, $12, $13, $14, $14)
-RETURNING id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version
 `
 
 type PaymentInsertParams struct {
@@ -293,8 +292,8 @@ type PaymentInsertParams struct {
 	Now           time.Time
 }
 
-func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (Payment, error) {
-	row := q.db.QueryRow(ctx, paymentInsert,
+func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) error {
+	_, err := q.db.Exec(ctx, paymentInsert,
 		arg.ID,
 		arg.AccountID,
 		arg.OrderID,
@@ -310,37 +309,7 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (P
 		arg.Status,
 		arg.Now,
 	)
-	var i Payment
-	err := row.Scan(
-		&i.ID,
-		&i.AccountID,
-		&i.OrderID,
-		&i.Attempt,
-		&i.Amount,
-		&i.Currency,
-		&i.CaptureMethod,
-		&i.PaymentMethod,
-		&i.CustomerID,
-		&i.Description,
-		&i.Metadata,
-		&i.Status,
-		&i.Provider,
-		&i.ProviderPaymentID,
-		&i.AmountCaptured,
-		&i.AmountRefunded,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.ProviderAmountRefunded,
-		&i.MethodOptions,
-		&i.NextAction,
-		&i.ClientSecret,
-		&i.ActionExpiresAt,
-		&i.Disputes,
-		&i.Version,
-	)
-	return i, err
+	return err
 }
 
 const paymentListByOrder = `-- name: PaymentListByOrder :many
@@ -673,4 +642,53 @@ func (q *Queries) PaymentUpdateState(ctx context.Context, arg PaymentUpdateState
 		&i.Version,
 	)
 	return i, err
+}
+
+const paymentUpdateStateLocked = `-- name: PaymentUpdateStateLocked :exec
+UPDATE payments
+SET status = $1, attempt = $2, provider_payment_id = $3,
+    amount_captured = $4, amount_refunded = $5,
+    provider_amount_refunded = $6,
+    failure_code = $7, failure_message = $8,
+    next_action = $9, client_secret = $10, action_expires_at = $11,
+    updated_at = $12, version = version + 1
+WHERE id = $13
+`
+
+type PaymentUpdateStateLockedParams struct {
+	Status                 string
+	Attempt                int32
+	ProviderPaymentID      *string
+	AmountCaptured         int64
+	AmountRefunded         int64
+	ProviderAmountRefunded int64
+	FailureCode            *string
+	FailureMessage         *string
+	NextAction             []byte
+	ClientSecret           *string
+	ActionExpiresAt        *time.Time
+	Now                    time.Time
+	ID                     string
+}
+
+// PaymentUpdateState of a payment this transaction holds locked at a known
+// version: the new version is that one plus one, so nothing is read back
+// and the update can wait for the next round trip.
+func (q *Queries) PaymentUpdateStateLocked(ctx context.Context, arg PaymentUpdateStateLockedParams) error {
+	_, err := q.db.Exec(ctx, paymentUpdateStateLocked,
+		arg.Status,
+		arg.Attempt,
+		arg.ProviderPaymentID,
+		arg.AmountCaptured,
+		arg.AmountRefunded,
+		arg.ProviderAmountRefunded,
+		arg.FailureCode,
+		arg.FailureMessage,
+		arg.NextAction,
+		arg.ClientSecret,
+		arg.ActionExpiresAt,
+		arg.Now,
+		arg.ID,
+	)
+	return err
 }

@@ -565,6 +565,39 @@ func (q *Queries) WebhookEndpointUpdate(ctx context.Context, arg WebhookEndpoint
 	return i, err
 }
 
+const webhookEndpointsEnabled = `-- name: WebhookEndpointsEnabled :many
+SELECT id, enabled_events FROM webhook_endpoints
+WHERE account_id = $1 AND status = 'enabled' AND deleted_at IS NULL
+ORDER BY id
+`
+
+type WebhookEndpointsEnabledRow struct {
+	ID            string
+	EnabledEvents []string
+}
+
+// The account's enabled endpoints with the events each takes, read ahead
+// by a payment transaction; WebhookEndpointsMatching filtered in Go.
+func (q *Queries) WebhookEndpointsEnabled(ctx context.Context, accountID string) ([]WebhookEndpointsEnabledRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointsEnabled, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEndpointsEnabledRow
+	for rows.Next() {
+		var i WebhookEndpointsEnabledRow
+		if err := rows.Scan(&i.ID, &i.EnabledEvents); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookEndpointsMatching = `-- name: WebhookEndpointsMatching :many
 SELECT id FROM webhook_endpoints
 WHERE account_id = $1 AND status = 'enabled' AND deleted_at IS NULL

@@ -3,12 +3,11 @@ SELECT (COALESCE(MAX(number), 0) + 1)::integer AS next
 FROM attempts
 WHERE account_id = @account_id AND order_id = @order_id AND operation = @operation;
 
--- name: AttemptInsert :one
+-- name: AttemptInsert :exec
 INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
                       request, lease_expires_at, created_at, updated_at)
 VALUES (@id, @account_id, @payment_id, @order_id, @operation, @number, @provider_key, 'processing',
-        @request, @lease_expires_at, @now, @now)
-RETURNING *;
+        @request, @lease_expires_at, @now, @now);
 
 -- name: AttemptGetByID :one
 SELECT * FROM attempts WHERE id = @id;
@@ -19,7 +18,7 @@ SELECT * FROM attempts WHERE payment_id = @payment_id ORDER BY created_at, numbe
 -- name: AttemptSetLease :exec
 UPDATE attempts SET lease_expires_at = @lease_expires_at, updated_at = @now WHERE id = @id;
 
--- name: AttemptUpdateOutcome :one
+-- name: AttemptUpdateOutcome :exec
 UPDATE attempts
 SET status = @status, provider_object_id = COALESCE(@provider_object_id, provider_object_id),
     failure_code = @failure_code, failure_message = @failure_message,
@@ -28,8 +27,7 @@ SET status = @status, provider_object_id = COALESCE(@provider_object_id, provide
     -- it begins to wait.
     reconcile_tries = CASE WHEN status <> 'waiting' AND @status = 'waiting' THEN 0 ELSE reconcile_tries END,
     next_reconcile_at = CASE WHEN @status = 'waiting' THEN sqlc.narg(next_reconcile_at)::timestamptz ELSE next_reconcile_at END
-WHERE id = @id
-RETURNING *;
+WHERE id = @id;
 
 -- Any number of reconcilers may run: each locks the next due attempt that
 -- nobody holds, skipping rows another transaction has locked, then leases

@@ -1,9 +1,8 @@
--- name: PaymentInsert :one
+-- name: PaymentInsert :exec
 INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
                       customer_id, description, metadata, method_options, status, created_at, updated_at)
 VALUES (@id, @account_id, @order_id, @attempt, @amount, @currency, @capture_method, @payment_method,
-        @customer_id, @description, @metadata, @method_options, @status, @now, @now)
-RETURNING *;
+        @customer_id, @description, @metadata, @method_options, @status, @now, @now);
 
 -- name: PaymentGetByID :one
 SELECT * FROM payments WHERE account_id = @account_id AND id = @id;
@@ -34,6 +33,19 @@ SET status = @status, attempt = @attempt, provider_payment_id = @provider_paymen
     updated_at = @now, version = version + 1
 WHERE id = @id
 RETURNING *;
+
+-- PaymentUpdateState of a payment this transaction holds locked at a known
+-- version: the new version is that one plus one, so nothing is read back
+-- and the update can wait for the next round trip.
+-- name: PaymentUpdateStateLocked :exec
+UPDATE payments
+SET status = @status, attempt = @attempt, provider_payment_id = @provider_payment_id,
+    amount_captured = @amount_captured, amount_refunded = @amount_refunded,
+    provider_amount_refunded = @provider_amount_refunded,
+    failure_code = @failure_code, failure_message = @failure_message,
+    next_action = @next_action, client_secret = @client_secret, action_expires_at = @action_expires_at,
+    updated_at = @now, version = version + 1
+WHERE id = @id;
 
 -- name: PaymentCountByStatus :many
 -- The folded counts plus the deltas not folded yet: a few rows each, never

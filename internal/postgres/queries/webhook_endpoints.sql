@@ -50,6 +50,13 @@ WHERE account_id = @account_id AND status = 'enabled' AND deleted_at IS NULL
   AND (enabled_events @> ARRAY[@type::text] OR enabled_events @> ARRAY['*'])
 ORDER BY id;
 
+-- The account's enabled endpoints with the events each takes, read ahead
+-- by a payment transaction; WebhookEndpointsMatching filtered in Go.
+-- name: WebhookEndpointsEnabled :many
+SELECT id, enabled_events FROM webhook_endpoints
+WHERE account_id = @account_id AND status = 'enabled' AND deleted_at IS NULL
+ORDER BY id;
+
 -- Success clears the failing streak; a failure starts one if none runs.
 -- name: WebhookEndpointDelivered :exec
 UPDATE webhook_endpoints SET failing_since = NULL WHERE id = @id AND failing_since IS NOT NULL;

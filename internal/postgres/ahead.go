@@ -1,0 +1,181 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ahead holds the answers of reads sent ahead of their calls
+// (payment.ReadAhead). Each is used once, by the call it names, and only
+// while the transaction has queued nothing since it was read: then the
+// call would have read the same.
+type ahead struct {
+	next      *answer[int32]
+	nextOf    dbsqlc.AttemptNextNumberParams
+	lock      *answer[dbsqlc.Payment]
+	lockOf    dbsqlc.PaymentGetByIDForUpdateParams
+	attempt   *answer[dbsqlc.Attempt]
+	attemptOf string
+	// endpoints of an account, for its webhooks. Read with the first
+	// statement and used for the whole transaction, which never writes
+	// them: like a read at the event, it races with endpoints changed by
+	// transactions still running, only a few milliseconds earlier.
+	endpoints        *answer[[]dbsqlc.WebhookEndpointsEnabledRow]
+	endpointsAccount string
+	// at is the transaction's statement count when the answers arrived.
+	at int
+}
+
+type answer[T any] struct {
+	v   T
+	err error
+}
+
+// take returns a's answer if it holds, and forgets it.
+func take[T any](a **answer[T], fresh, match bool) (*answer[T], bool) {
+	got := *a
+	*a = nil
+	if got == nil || !fresh || !match {
+		return nil, false
+	}
+	return got, true
+}
+
+// ReadAhead queues the reads r names to follow the next statement.
+func (t *paymentTx) ReadAhead(r payment.ReadAhead) {
+	if n := r.NextAttempt; n != nil {
+		t.ahead.nextOf = dbsqlc.AttemptNextNumberParams{AccountID: n.AccountID, OrderID: n.OrderID, Operation: string(n.Op)}
+		readAheadQuery(t, func(q *dbsqlc.Queries) error {
+			v, err := q.AttemptNextNumber(context.Background(), t.ahead.nextOf)
+			if !errors.Is(err, errRecorded) {
+				t.ahead.next = &answer[int32]{v, err}
+			}
+			return err
+		})
+	}
+	if p := r.LockPayment; p != nil {
+		t.ahead.lockOf = dbsqlc.PaymentGetByIDForUpdateParams{AccountID: p.AccountID, ID: p.ID}
+		readAheadQuery(t, func(q *dbsqlc.Queries) error {
+			v, err := q.PaymentGetByIDForUpdate(context.Background(), t.ahead.lockOf)
+			if !errors.Is(err, errRecorded) {
+				t.ahead.lock = &answer[dbsqlc.Payment]{v, err}
+			}
+			return err
+		})
+	}
+	if id := r.Attempt; id != "" {
+		t.ahead.attemptOf = id
+		readAheadQuery(t, func(q *dbsqlc.Queries) error {
+			v, err := q.AttemptGetByID(context.Background(), id)
+			if !errors.Is(err, errRecorded) {
+				t.ahead.attempt = &answer[dbsqlc.Attempt]{v, err}
+			}
+			return err
+		})
+	}
+}
+
+// endpointsAhead reads the account's webhook endpoints with the next
+// statement, once per transaction.
+func (t *paymentTx) endpointsAhead(accountID string) {
+	if t.ahead.endpointsAccount != "" {
+		return
+	}
+	t.ahead.endpointsAccount = accountID
+	readAheadQuery(t, func(q *dbsqlc.Queries) error {
+		v, err := q.WebhookEndpointsEnabled(context.Background(), accountID)
+		if !errors.Is(err, errRecorded) {
+			t.ahead.endpoints = &answer[[]dbsqlc.WebhookEndpointsEnabledRow]{v, err}
+		}
+		return err
+	})
+}
+
+// matching is WebhookEndpointsMatching from the endpoints read ahead; false
+// when they were not read.
+func (t *paymentTx) matching(accountID, eventType string) ([]string, bool) {
+	a := t.ahead.endpoints
+	if a == nil || a.err != nil || t.ahead.endpointsAccount != accountID {
+		return nil, false
+	}
+	var ids []string
+	for _, e := range a.v {
+		if slices.Contains(e.EnabledEvents, eventType) || slices.Contains(e.EnabledEvents, "*") {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids, true
+}
+
+// arrived marks the answers read ahead as current: call it right after the
+// statement they followed.
+func (t *paymentTx) arrived() { t.ahead.at = t.tx.sent }
+
+func (t *paymentTx) fresh() bool { return t.tx.sent == t.ahead.at }
+
+// readAheadQuery queues run, a sqlc query, as a read ahead. run is called
+// twice: on a recorder, to learn its statement and arguments, then on the
+// answer. A missing row is an answer; any other failure fails the batch.
+func readAheadQuery(t *paymentTx, run func(*dbsqlc.Queries) error) {
+	rec := &recorder{}
+	_ = run(dbsqlc.New(rec))
+	t.tx.readAhead(rec.sql, rec.args, func(rows pgx.Rows) error {
+		err := run(dbsqlc.New(rowsDB{rows}))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+}
+
+var errRecorded = errors.New("postgres: recorded")
+
+// recorder takes down a query instead of running it.
+type recorder struct {
+	sql  string
+	args []any
+}
+
+func (r *recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	r.sql, r.args = sql, args
+	return pgconn.CommandTag{}, errRecorded
+}
+
+func (r *recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	r.sql, r.args = sql, args
+	return nil, errRecorded
+}
+
+func (r *recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
+	r.sql, r.args = sql, args
+	return errRow{errRecorded}
+}
+
+// rowsDB answers a query with rows already received.
+type rowsDB struct{ rows pgx.Rows }
+
+func (d rowsDB) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, errors.New("postgres: no statement to run here")
+}
+
+func (d rowsDB) Query(context.Context, string, ...any) (pgx.Rows, error) { return d.rows, nil }
+
+func (d rowsDB) QueryRow(context.Context, string, ...any) pgx.Row { return rowsRow(d) }
+
+type rowsRow struct{ rows pgx.Rows }
+
+func (r rowsRow) Scan(dest ...any) error {
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	return r.rows.Scan(dest...)
+}
