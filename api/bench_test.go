@@ -13,6 +13,7 @@ import (
 func BenchmarkCreatePayment(b *testing.B) {
 	e := apitest.New(b, apitest.Options{})
 	tx0, st0 := e.Counter.Counts()
+	rt0 := e.Counter.RoundTrips()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: fmt.Sprintf("bench-%d", i),
@@ -24,6 +25,7 @@ func BenchmarkCreatePayment(b *testing.B) {
 	tx1, st1 := e.Counter.Counts()
 	b.ReportMetric(float64(tx1-tx0)/float64(b.N), "db-tx/op")
 	b.ReportMetric(float64(st1-st0)/float64(b.N), "db-stmt/op")
+	b.ReportMetric(float64(e.Counter.RoundTrips()-rt0)/float64(b.N), "db-roundtrips/op")
 	b.ReportMetric(float64(len(e.Sim.Requests()))/float64(b.N), "provider-calls/op")
 }
 
@@ -36,6 +38,7 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	calls0 := len(e.Sim.Requests())
 	tx0, st0 := e.Counter.Counts()
+	rt0 := e.Counter.RoundTrips()
 	b.ResetTimer()
 	for b.Loop() {
 		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "bench-replay", Body: body})
@@ -46,5 +49,6 @@ func BenchmarkReplay(b *testing.B) {
 	tx1, st1 := e.Counter.Counts()
 	b.ReportMetric(float64(tx1-tx0)/float64(b.N), "db-tx/op")
 	b.ReportMetric(float64(st1-st0)/float64(b.N), "db-stmt/op")
+	b.ReportMetric(float64(e.Counter.RoundTrips()-rt0)/float64(b.N), "db-roundtrips/op")
 	b.ReportMetric(float64(len(e.Sim.Requests())-calls0)/float64(b.N), "provider-calls/op")
 }
