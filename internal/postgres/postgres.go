@@ -288,7 +288,10 @@ func withTx(ctx context.Context, db *DB, fn func(pgx.Tx) error) error {
 	if err := tx.Commit(ctx); err != nil {
 		return translate(err)
 	}
-	db.health.wrote(time.Now())
+	if tx.begun {
+		// A transaction that ran nothing never reached the server.
+		db.health.wrote(time.Now())
+	}
 	return nil
 }
 
