@@ -100,6 +100,49 @@ func TestPgBouncer(t *testing.T) {
 		}
 	})
 
+	// A pipelined transaction whose batch fails, at a read or at COMMIT,
+	// is ended before its server connection goes back to the pooler: the
+	// next transactions, on the same client connection, work.
+	t.Run("AFailedBatchEndsItsTransaction", func(t *testing.T) {
+		db, err := postgres.Open(ctx, pooled+"&pool_max_conns=1", postgres.WithSessionTimeouts(to[0], to[1], to[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		store := postgres.NewPaymentStore(db)
+		p := seed(t, db, store)
+		for i := range 10 {
+			err := store.WithTx(ctx, func(tx payment.Tx) error {
+				if err := tx.PaymentInsert(ctx, p); err != nil {
+					return err
+				}
+				if i%2 == 0 {
+					_, err := tx.PaymentLock(ctx, p.AccountID, p.ID)
+					return err
+				}
+				return nil
+			})
+			if err == nil {
+				t.Fatalf("round %d: the duplicate insert committed", i)
+			}
+			err = store.WithTx(ctx, func(tx payment.Tx) error {
+				_, err := tx.PaymentLock(ctx, p.AccountID, p.ID)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("round %d: the transaction after a failed one: %v", i, err)
+			}
+		}
+		var stuck int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&stuck); err != nil {
+			t.Fatal(err)
+		}
+		if stuck != 0 {
+			t.Errorf("%d server connections left in a transaction", stuck)
+		}
+	})
+
 	// Without ignore_startup_parameters PgBouncer refuses the timeouts:
 	// Open says what to set, in one line.
 	t.Run("RefusedTimeoutsAreExplained", func(t *testing.T) {
