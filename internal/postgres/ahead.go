@@ -22,10 +22,10 @@ type ahead struct {
 	lockOf    dbsqlc.PaymentGetByIDForUpdateParams
 	attempt   *answer[dbsqlc.Attempt]
 	attemptOf string
-	// endpoints of an account, for its webhooks. Read with the first
-	// statement and used for the whole transaction, which never writes
-	// them: like a read at the event, it races with endpoints changed by
-	// transactions still running, only a few milliseconds earlier.
+	// endpoints of the account, read with the transaction's first
+	// statement and used for all its webhooks: the transaction never
+	// writes endpoints, and a read at the event would race the same way
+	// with transactions that change them, only a few milliseconds later.
 	endpoints        *answer[[]dbsqlc.WebhookEndpointsEnabledRow]
 	endpointsAccount string
 	// at is the transaction's statement count when the answers arrived.
@@ -50,31 +50,30 @@ func take[T any](a **answer[T], fresh, match bool) (*answer[T], bool) {
 // ReadAhead queues the reads r names to follow the next statement.
 func (t *paymentTx) ReadAhead(r payment.ReadAhead) {
 	if n := r.NextAttempt; n != nil {
-		t.ahead.nextOf = dbsqlc.AttemptNextNumberParams{AccountID: n.AccountID, OrderID: n.OrderID, Operation: string(n.Op)}
+		arg := dbsqlc.AttemptNextNumberParams{AccountID: n.AccountID, OrderID: n.OrderID, Operation: string(n.Op)}
 		readAheadQuery(t, func(q *dbsqlc.Queries) error {
-			v, err := q.AttemptNextNumber(context.Background(), t.ahead.nextOf)
+			v, err := q.AttemptNextNumber(context.Background(), arg)
 			if !errors.Is(err, errRecorded) {
-				t.ahead.next = &answer[int32]{v, err}
+				t.ahead.next, t.ahead.nextOf = &answer[int32]{v, err}, arg
 			}
 			return err
 		})
 	}
 	if p := r.LockPayment; p != nil {
-		t.ahead.lockOf = dbsqlc.PaymentGetByIDForUpdateParams{AccountID: p.AccountID, ID: p.ID}
+		arg := dbsqlc.PaymentGetByIDForUpdateParams{AccountID: p.AccountID, ID: p.ID}
 		readAheadQuery(t, func(q *dbsqlc.Queries) error {
-			v, err := q.PaymentGetByIDForUpdate(context.Background(), t.ahead.lockOf)
+			v, err := q.PaymentGetByIDForUpdate(context.Background(), arg)
 			if !errors.Is(err, errRecorded) {
-				t.ahead.lock = &answer[dbsqlc.Payment]{v, err}
+				t.ahead.lock, t.ahead.lockOf = &answer[dbsqlc.Payment]{v, err}, arg
 			}
 			return err
 		})
 	}
 	if id := r.Attempt; id != "" {
-		t.ahead.attemptOf = id
 		readAheadQuery(t, func(q *dbsqlc.Queries) error {
 			v, err := q.AttemptGetByID(context.Background(), id)
 			if !errors.Is(err, errRecorded) {
-				t.ahead.attempt = &answer[dbsqlc.Attempt]{v, err}
+				t.ahead.attempt, t.ahead.attemptOf = &answer[dbsqlc.Attempt]{v, err}, id
 			}
 			return err
 		})
