@@ -24,7 +24,6 @@ func (c *Counter) Counts() (txs, statements int64) { return c.txs.Load(), c.stat
 func (c *Counter) RoundTrips() int64 { return c.roundTrips.Load() }
 
 func (c *Counter) statement(sql string) {
-	// A begin may carry its SET LOCALs: still one statement, the begin.
 	switch sql := strings.ToLower(strings.TrimSpace(sql)); {
 	case strings.HasPrefix(sql, "begin"):
 		c.txs.Add(1)

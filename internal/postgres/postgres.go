@@ -54,8 +54,8 @@ func WithCounter(c *Counter) Option {
 // them one stalled writer holding a row lock freezes every request that
 // needs the row. They are startup parameters of every connection, never a
 // session SET, which a transaction pooler would leak to other clients; and
-// every transaction sets them again with SET LOCAL in its BEGIN (no extra
-// round trip), because a pooler drops startup parameters (PgBouncer
+// every transaction sets them again with SET LOCAL, queued with its BEGIN
+// (no extra round trip), because a pooler drops startup parameters (PgBouncer
 // rejects them unless listed in ignore_startup_parameters, and then
 // ignores them). A zero duration leaves the server's setting.
 func WithSessionTimeouts(statement, lock, idleInTx time.Duration) Option {
