@@ -111,10 +111,12 @@ func webhooksCommand(ctx context.Context, args []string, getenv func(string) str
 		return fmt.Errorf("webhooks listen: %w", err)
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A delivery cut short is sent again by the service: no need to wait
+	// long, nor for a connection the sender opened and never used.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("webhooks listen: shutdown: %w", err)
+		_ = hs.Close()
 	}
 	fmt.Fprintln(stderr, "webhooks listen: stopped")
 	return nil
@@ -312,13 +314,20 @@ func (r registrar) do(ctx context.Context, method, path string, body any, want i
 		var p struct {
 			Detail string `json:"detail"`
 			Code   string `json:"code"`
+			Errors []struct {
+				Field   string `json:"field"`
+				Message string `json:"message"`
+			} `json:"errors"`
 		}
 		if json.Unmarshal(b, &p) == nil && p.Detail != "" {
-			hint := ""
-			if strings.Contains(p.Detail, "public") || strings.Contains(p.Detail, "https") {
-				hint = " (a local URL needs WEBHOOK_ALLOW_PRIVATE=true on the service)"
+			msg := fmt.Sprintf("%s answered %d %s: %s", name, resp.StatusCode, p.Code, p.Detail)
+			for _, f := range p.Errors {
+				msg += fmt.Sprintf("; %s: %s", f.Field, f.Message)
+				if f.Field == "url" {
+					msg += " (a local URL needs WEBHOOK_ALLOW_PRIVATE=true on the service)"
+				}
 			}
-			return fmt.Errorf("%s answered %d %s: %s%s", name, resp.StatusCode, p.Code, p.Detail, hint)
+			return errors.New(msg)
 		}
 		return fmt.Errorf("%s answered %s", name, resp.Status)
 	}

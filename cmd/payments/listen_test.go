@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +17,31 @@ import (
 )
 
 // listening runs `payments webhooks listen` in-process with args until the
-// test ends; it returns the listener's URL and its stdout and stderr.
-func listening(t *testing.T, getenv func(string) string, args ...string) (string, *apitest.SyncBuffer, *apitest.SyncBuffer) {
+// test ends or stop is called; it returns the listener's URL, its stdout
+// and stderr, and stop.
+func listening(t *testing.T, getenv func(string) string, args ...string) (url string, stdout, stderr *apitest.SyncBuffer, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &apitest.SyncBuffer{}, &apitest.SyncBuffer{}
+	stdout, stderr = &apitest.SyncBuffer{}, &apitest.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, append([]string{"webhooks", "listen"}, args...), getenv, stdout, stderr)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := apitest.Recv(t, done, "the listener to stop"); err != nil {
-			t.Errorf("listener stopped with %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := apitest.Recv(t, done, "the listener to stop"); err != nil {
+				t.Errorf("listener stopped with %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	re := regexp.MustCompile(`listening on (http://\S+/)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1], stdout, stderr
+			return m[1], stdout, stderr, stop
 		}
 		select {
 		case err := <-done:
@@ -101,7 +108,7 @@ const (
 // answered 400 and printed on stderr only.
 func TestWebhooksListenVerifies(t *testing.T) {
 	t.Parallel()
-	url, stdout, stderr := listening(t, env("WEBHOOK_SECRET", listenSecret), "--addr", "127.0.0.1:0")
+	url, stdout, stderr, _ := listening(t, env("WEBHOOK_SECRET", listenSecret), "--addr", "127.0.0.1:0")
 	body := `{"id":"evt_1","object":"event","type":"payment.captured","created_at":"2026-12-03T10:00:00Z",` +
 		`"payment":{"id":"pay_1","object":"payment","status":"captured","version":4},"cursor":"c_42"}`
 	now := time.Now()
@@ -162,7 +169,7 @@ func TestWebhooksListenVerifies(t *testing.T) {
 // --secret wins over WEBHOOK_SECRET.
 func TestWebhooksListenSecretFlag(t *testing.T) {
 	t.Parallel()
-	url, stdout, _ := listening(t, env("WEBHOOK_SECRET", otherSecret), "--addr", "127.0.0.1:0", "--secret", listenSecret)
+	url, stdout, _, _ := listening(t, env("WEBHOOK_SECRET", otherSecret), "--addr", "127.0.0.1:0", "--secret", listenSecret)
 	body := `{"id":"evt_2","type":"webhook_endpoint.disabled","webhook_endpoint":{"id":"we_1","status":"disabled"},"cursor":"c_7"}`
 	if code := post(t, url, otherSecret, "evt_2", time.Now(), body); code != http.StatusBadRequest {
 		t.Fatalf("signed with WEBHOOK_SECRET: %d, want 400", code)
@@ -172,5 +179,88 @@ func TestWebhooksListenSecretFlag(t *testing.T) {
 	}
 	if got, want := stdout.String(), "evt_2 webhook_endpoint.disabled webhook_endpoint=we_1 status=disabled cursor=c_7\n"; got != want {
 		t.Fatalf("stdout %q, want %q", got, want)
+	}
+}
+
+// waitFor waits until buf contains every one of want.
+func waitFor(t *testing.T, buf *apitest.SyncBuffer, what string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		missing := false
+		for _, w := range want {
+			if !strings.Contains(buf.String(), w) {
+				missing = true
+			}
+		}
+		if !missing {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after 30s:\n%s", what, buf.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// --register against the real service: the listener registers itself,
+// the service's delivery worker sends a payment's events, signed, and the
+// listener verifies and prints them; a redelivery is marked a repeat. A
+// second run at the same address reuses the endpoint with a new secret
+// instead of leaving one behind that signs with a secret nobody knows.
+func TestWebhooksListenRegister(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the real binary; skipped in -short")
+	}
+	e := apitest.New(t, apitest.Options{})
+	p := start(t, e, buildBinary(t, ""), "WEBHOOK_ALLOW_PRIVATE=true")
+	// The in-process instance refuses local URLs, as a production one does.
+	err := run(context.Background(), []string{"webhooks", "listen", "--addr", "127.0.0.1:0", "--register", "--api-url", e.URL},
+		env("PAYMENTS_API_KEY", e.APIKey), io.Discard, io.Discard)
+	if err == nil || isUsageError(err) || !strings.Contains(err.Error(), "needs WEBHOOK_ALLOW_PRIVATE=true") || strings.Contains(err.Error(), e.APIKey) {
+		t.Fatalf("registering with a service that refuses local URLs: %v", err)
+	}
+
+	addr := freeAddr(t)
+	args := []string{"--addr", addr, "--register", "--api-url", p.url}
+
+	url, stdout, stderr, stop := listening(t, env("PAYMENTS_API_KEY", e.APIKey), args...)
+	if url != "http://"+addr+"/" || !regexp.MustCompile(`endpoint we_\S+ registered at `).MatchString(stderr.String()) {
+		t.Fatalf("url %s, stderr:\n%s", url, stderr.String())
+	}
+	r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "listen-1",
+		Body: apitest.CreateBody("pedido-listen-1", 2000), BaseURL: p.url})
+	apitest.WantStatus(t, r, http.StatusCreated)
+	pay := r.JSON(t)["id"].(string)
+	waitFor(t, stdout, "delivered events", " payment.processing payment="+pay+" ", " payment.authorized payment="+pay+" status=authorized ")
+	line := regexp.MustCompile(`(?m)^(evt_\S+) payment\.authorized payment=` + pay + ` status=authorized version=\d+ cursor=\S+$`).FindStringSubmatch(stdout.String())
+	if line == nil {
+		t.Fatalf("no full line for payment.authorized:\n%s", stdout.String())
+	}
+	e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/events/" + line[1] + "/redeliver", BaseURL: p.url})
+	waitFor(t, stdout, "the redelivery", line[0]+" (repeat)")
+	stop()
+	if strings.Contains(stderr.String(), "rejected webhook-id") {
+		t.Fatalf("a delivery was rejected:\n%s", stderr.String())
+	}
+
+	// Again at the same address, the key as a flag this time.
+	_, stdout, stderr, _ = listening(t, env(), append(args, "--api-key", e.APIKey)...)
+	if !strings.Contains(stderr.String(), "reused (secret rotated)") {
+		t.Fatalf("second run did not reuse the endpoint:\n%s", stderr.String())
+	}
+	r = e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "listen-2",
+		Body: apitest.CreateBody("pedido-listen-2", 2000), BaseURL: p.url})
+	apitest.WantStatus(t, r, http.StatusCreated)
+	waitFor(t, stdout, "delivered events", " payment.authorized payment="+r.JSON(t)["id"].(string)+" ")
+	list := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/webhook_endpoints", BaseURL: p.url}).JSON(t)
+	if n := len(list["data"].([]any)); n != 1 {
+		t.Fatalf("%d endpoints after two runs, want 1", n)
+	}
+	for _, out := range []string{stdout.String(), stderr.String()} {
+		if strings.Contains(out, e.APIKey) || strings.Contains(out, "whsec_") {
+			t.Fatalf("a secret was printed:\n%s", out)
+		}
 	}
 }
