@@ -1,6 +1,7 @@
 // Command payments is the payment orchestration service: the HTTP API with
-// its background workers (serve), schema migrations (migrate) and account
-// administration (accounts …); `payments --help` lists every command.
+// its background workers (serve), schema migrations (migrate), account
+// administration (accounts …) and a local receiver of its webhooks
+// (webhooks listen); `payments --help` lists every command.
 package main
 
 import (
