@@ -565,6 +565,40 @@ func (q *Queries) WebhookEndpointUpdate(ctx context.Context, arg WebhookEndpoint
 	return i, err
 }
 
+const webhookEndpointsDisabledCount = `-- name: WebhookEndpointsDisabledCount :many
+SELECT (failing_since IS NOT NULL)::bool AS failing, count(*) AS n
+FROM webhook_endpoints
+WHERE status = 'disabled' AND deleted_at IS NULL
+GROUP BY 1
+`
+
+type WebhookEndpointsDisabledCountRow struct {
+	Failing bool
+	N       int64
+}
+
+// For the disabled-endpoints gauge: failing_since is still set on an
+// endpoint the service disabled after its failing streak.
+func (q *Queries) WebhookEndpointsDisabledCount(ctx context.Context) ([]WebhookEndpointsDisabledCountRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointsDisabledCount)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEndpointsDisabledCountRow
+	for rows.Next() {
+		var i WebhookEndpointsDisabledCountRow
+		if err := rows.Scan(&i.Failing, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookEndpointsMatching = `-- name: WebhookEndpointsMatching :many
 SELECT id FROM webhook_endpoints
 WHERE account_id = $1 AND status = 'enabled' AND deleted_at IS NULL

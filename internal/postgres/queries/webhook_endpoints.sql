@@ -83,3 +83,11 @@ LIMIT @max_rows;
 -- The event as the feed serves it, with its position.
 -- name: EventGetForDelivery :one
 SELECT xid::text AS xid, seq, type, payload FROM events WHERE account_id = @account_id AND id = @id;
+
+-- For the disabled-endpoints gauge: failing_since is still set on an
+-- endpoint the service disabled after its failing streak.
+-- name: WebhookEndpointsDisabledCount :many
+SELECT (failing_since IS NOT NULL)::bool AS failing, count(*) AS n
+FROM webhook_endpoints
+WHERE status = 'disabled' AND deleted_at IS NULL
+GROUP BY 1;
