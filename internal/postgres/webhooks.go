@@ -216,6 +216,47 @@ func (s *WebhookStore) EndpointList(ctx context.Context, accountID, after string
 	return out, nil
 }
 
+func (s *WebhookStore) EndpointListAll(ctx context.Context, after string, limit int) ([]*notify.Endpoint, error) {
+	rows, err := s.db.q.WebhookEndpointListAll(ctx, dbsqlc.WebhookEndpointListAllParams{AfterID: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*notify.Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = endpointFromRow(r)
+	}
+	return out, nil
+}
+
+func (s *WebhookStore) EventAccount(ctx context.Context, eventID string) (string, error) {
+	id, err := s.db.q.EventAccount(ctx, eventID)
+	return id, translate(err)
+}
+
+// RedeliverAudited enqueues the event again for its matching endpoints and
+// records who asked and why, in one transaction; it returns the event's
+// account.
+func (s *WebhookStore) RedeliverAudited(ctx context.Context, eventID string, a notify.AuditEntry) (string, error) {
+	var accountID string
+	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		var err error
+		if accountID, err = q.EventAccount(ctx, eventID); err != nil {
+			return translate(err)
+		}
+		ev, err := q.EventGetForDelivery(ctx, dbsqlc.EventGetForDeliveryParams{AccountID: accountID, ID: eventID})
+		if err != nil {
+			return translate(err)
+		}
+		if err := q.WebhookAuditInsert(ctx, dbsqlc.WebhookAuditInsertParams{AccountID: accountID, EventID: eventID,
+			At: a.At, Actor: a.Actor, Action: a.Action, Reason: a.Reason, Details: []byte("{}")}); err != nil {
+			return translate(err)
+		}
+		return enqueueTx(ctx, s.db.river, tx, q, accountID, eventID, ev.Type)
+	})
+	return accountID, err
+}
+
 func (s *WebhookStore) EndpointUpdate(ctx context.Context, e *notify.Endpoint, now time.Time) (*notify.Endpoint, error) {
 	row, err := s.db.q.WebhookEndpointUpdate(ctx, dbsqlc.WebhookEndpointUpdateParams{
 		Url: e.URL, EnabledEvents: e.EnabledEvents, Description: e.Description, Status: e.Status,

@@ -91,3 +91,17 @@ SELECT (failing_since IS NOT NULL)::bool AS failing, count(*) AS n
 FROM webhook_endpoints
 WHERE status = 'disabled' AND deleted_at IS NULL
 GROUP BY 1;
+
+-- Every account's endpoints, for the admin list.
+-- name: WebhookEndpointListAll :many
+SELECT * FROM webhook_endpoints
+WHERE deleted_at IS NULL AND id > @after_id::text
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: EventAccount :one
+SELECT account_id FROM events WHERE id = @id;
+
+-- name: WebhookAuditInsert :exec
+INSERT INTO webhook_audit_log (account_id, event_id, at, actor, action, reason, details)
+VALUES (@account_id, @event_id, @at, @actor, @action, @reason, @details);
