@@ -32,24 +32,6 @@ func (e AdminWebhookEndpointObject) Valid() bool {
 	}
 }
 
-// Defines values for AdminWebhookEndpointStatus.
-const (
-	AdminWebhookEndpointStatusDisabled AdminWebhookEndpointStatus = "disabled"
-	AdminWebhookEndpointStatusEnabled  AdminWebhookEndpointStatus = "enabled"
-)
-
-// Valid indicates whether the value is a known member of the AdminWebhookEndpointStatus enum.
-func (e AdminWebhookEndpointStatus) Valid() bool {
-	switch e {
-	case AdminWebhookEndpointStatusDisabled:
-		return true
-	case AdminWebhookEndpointStatusEnabled:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for AdminWebhookEndpointListObject.
 const (
 	AdminWebhookEndpointListObjectList AdminWebhookEndpointListObject = "list"
@@ -649,16 +631,16 @@ func (e WebhookEndpointObject) Valid() bool {
 
 // Defines values for WebhookEndpointStatus.
 const (
-	WebhookEndpointStatusDisabled WebhookEndpointStatus = "disabled"
-	WebhookEndpointStatusEnabled  WebhookEndpointStatus = "enabled"
+	Disabled WebhookEndpointStatus = "disabled"
+	Enabled  WebhookEndpointStatus = "enabled"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEndpointStatus enum.
 func (e WebhookEndpointStatus) Valid() bool {
 	switch e {
-	case WebhookEndpointStatusDisabled:
+	case Disabled:
 		return true
-	case WebhookEndpointStatusEnabled:
+	case Enabled:
 		return true
 	default:
 		return false
@@ -713,21 +695,6 @@ func (e AdminRedeliverEvent202JSONResponseBodyObject) Valid() bool {
 	}
 }
 
-// Defines values for AdminRedeliverEvent202JSONResponseBodyRedelivery.
-const (
-	AdminRedeliverEvent202JSONResponseBodyRedeliveryEnqueued AdminRedeliverEvent202JSONResponseBodyRedelivery = "enqueued"
-)
-
-// Valid indicates whether the value is a known member of the AdminRedeliverEvent202JSONResponseBodyRedelivery enum.
-func (e AdminRedeliverEvent202JSONResponseBodyRedelivery) Valid() bool {
-	switch e {
-	case AdminRedeliverEvent202JSONResponseBodyRedeliveryEnqueued:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for RedeliverEvent202JSONResponseBodyObject.
 const (
 	RedeliverEvent202JSONResponseBodyObjectEvent RedeliverEvent202JSONResponseBodyObject = "event"
@@ -745,13 +712,13 @@ func (e RedeliverEvent202JSONResponseBodyObject) Valid() bool {
 
 // Defines values for RedeliverEvent202JSONResponseBodyRedelivery.
 const (
-	RedeliverEvent202JSONResponseBodyRedeliveryEnqueued RedeliverEvent202JSONResponseBodyRedelivery = "enqueued"
+	Enqueued RedeliverEvent202JSONResponseBodyRedelivery = "enqueued"
 )
 
 // Valid indicates whether the value is a known member of the RedeliverEvent202JSONResponseBodyRedelivery enum.
 func (e RedeliverEvent202JSONResponseBodyRedelivery) Valid() bool {
 	switch e {
-	case RedeliverEvent202JSONResponseBodyRedeliveryEnqueued:
+	case Enqueued:
 		return true
 	default:
 		return false
@@ -848,8 +815,8 @@ type AdminWebhookEndpoint struct {
 	Id            string                     `json:"id"`
 	Object        AdminWebhookEndpointObject `json:"object"`
 
-	// Status `disabled` by an update, or after 5 days of failing every delivery.
-	Status AdminWebhookEndpointStatus `json:"status"`
+	// Status `enabled`, or `disabled` by an update or after 5 days of failing every delivery.
+	Status string `json:"status"`
 
 	// UpdatedAt Example: 2025-01-31T12:00:00.000000Z
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -858,9 +825,6 @@ type AdminWebhookEndpoint struct {
 
 // AdminWebhookEndpointObject defines model for AdminWebhookEndpoint.Object.
 type AdminWebhookEndpointObject string
-
-// AdminWebhookEndpointStatus `disabled` by an update, or after 5 days of failing every delivery.
-type AdminWebhookEndpointStatus string
 
 // AdminWebhookEndpointList defines model for AdminWebhookEndpointList.
 type AdminWebhookEndpointList struct {
@@ -1731,9 +1695,6 @@ type AdminRedeliverEventParams struct {
 
 // AdminRedeliverEvent202JSONResponseBodyObject defines parameters for AdminRedeliverEvent.
 type AdminRedeliverEvent202JSONResponseBodyObject string
-
-// AdminRedeliverEvent202JSONResponseBodyRedelivery defines parameters for AdminRedeliverEvent.
-type AdminRedeliverEvent202JSONResponseBodyRedelivery string
 
 // AdminListPaymentsParams defines parameters for AdminListPayments.
 type AdminListPaymentsParams struct {
@@ -7343,10 +7304,12 @@ type AdminRedeliverEventResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *struct {
-		AccountId  string                                           `json:"account_id"`
-		Id         string                                           `json:"id"`
-		Object     AdminRedeliverEvent202JSONResponseBodyObject     `json:"object"`
-		Redelivery AdminRedeliverEvent202JSONResponseBodyRedelivery `json:"redelivery"`
+		AccountId string                                       `json:"account_id"`
+		Id        string                                       `json:"id"`
+		Object    AdminRedeliverEvent202JSONResponseBodyObject `json:"object"`
+
+		// Redelivery Always `enqueued`.
+		Redelivery string `json:"redelivery"`
 	}
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *InvalidRequest
@@ -7378,10 +7341,12 @@ type AdminRedeliverEventResponse struct {
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r AdminRedeliverEventResponse) GetJSON202() *struct {
-	AccountId  string                                           `json:"account_id"`
-	Id         string                                           `json:"id"`
-	Object     AdminRedeliverEvent202JSONResponseBodyObject     `json:"object"`
-	Redelivery AdminRedeliverEvent202JSONResponseBodyRedelivery `json:"redelivery"`
+	AccountId string                                       `json:"account_id"`
+	Id        string                                       `json:"id"`
+	Object    AdminRedeliverEvent202JSONResponseBodyObject `json:"object"`
+
+	// Redelivery Always `enqueued`.
+	Redelivery string `json:"redelivery"`
 } {
 	return r.JSON202
 }
@@ -11983,10 +11948,12 @@ func ParseAdminRedeliverEventResponse(rsp *http.Response) (*AdminRedeliverEventR
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest struct {
-			AccountId  string                                           `json:"account_id"`
-			Id         string                                           `json:"id"`
-			Object     AdminRedeliverEvent202JSONResponseBodyObject     `json:"object"`
-			Redelivery AdminRedeliverEvent202JSONResponseBodyRedelivery `json:"redelivery"`
+			AccountId string                                       `json:"account_id"`
+			Id        string                                       `json:"id"`
+			Object    AdminRedeliverEvent202JSONResponseBodyObject `json:"object"`
+
+			// Redelivery Always `enqueued`.
+			Redelivery string `json:"redelivery"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
