@@ -99,14 +99,30 @@ type DeliveryStore interface {
 	AttemptRecord(ctx context.Context, a Attempt, disableBefore time.Time) error
 }
 
+// Metrics counts attempts by outcome: an Outcome, or refused or canceled.
+type Metrics interface {
+	WebhookEndpointDelivery(outcome string)
+}
+
+// Metric outcomes beside the attempt outcomes.
+const (
+	// MetricRefused is an attempt the address guard refused.
+	MetricRefused = "refused"
+	// MetricCanceled is a delivery dropped because its endpoint is
+	// disabled or deleted.
+	MetricCanceled = "canceled"
+)
+
 // Worker delivers one event to one endpoint per attempt.
 type Worker struct {
 	river.WorkerDefaults[DeliverArgs]
-	Store  DeliveryStore
-	Seal   Sealer
-	Guard  Guard
-	Now    func() time.Time
-	client *http.Client
+	Store DeliveryStore
+	Seal  Sealer
+	Guard Guard
+	Now   func() time.Time
+	// Metrics, when set, counts attempts.
+	Metrics Metrics
+	client  *http.Client
 }
 
 // NewWorker checks its dependencies.
@@ -139,6 +155,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return err
 	}
 	if t.Endpoint.Status != StatusEnabled {
+		w.count(MetricCanceled)
 		return river.JobCancel(errGone)
 	}
 	start := w.Now()
@@ -154,15 +171,32 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if err := w.Store.AttemptRecord(ctx, a, start.Add(-DisableAfter)); err != nil {
 		return err
 	}
+	if errors.As(sendErr, new(refusedError)) {
+		w.count(MetricRefused)
+	} else {
+		w.count(a.Outcome)
+	}
 	return sendErr
 }
+
+func (w *Worker) count(outcome string) {
+	if w.Metrics != nil {
+		w.Metrics.WebhookEndpointDelivery(outcome)
+	}
+}
+
+// refusedError is an attempt the address guard stopped: the URL resolves
+// to a non-public address now.
+type refusedError struct{ error }
+
+func (e refusedError) Unwrap() error { return e.error }
 
 // send makes the request; a non-2xx answer is an error.
 func (w *Worker) send(ctx context.Context, t Target, at time.Time) (int, string, error) {
 	// DNS may have changed since creation; the dialer checks the address
 	// actually connected as well.
 	if err := w.Guard.CheckURL(ctx, t.Endpoint.URL); err != nil {
-		return 0, "refused: " + err.Error(), err
+		return 0, "refused: " + err.Error(), refusedError{err}
 	}
 	sig, err := w.sign(t, at)
 	if err != nil {
@@ -182,7 +216,7 @@ func (w *Worker) send(ctx context.Context, t Target, at time.Time) (int, string,
 	resp, err := w.client.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrAddressRefused) {
-			return 0, "refused: " + ErrAddressRefused.Error(), err
+			return 0, "refused: " + ErrAddressRefused.Error(), refusedError{err}
 		}
 		return 0, "no answer", err
 	}
