@@ -35,6 +35,13 @@ type merchant struct {
 	secret atomic.Value // string, set once the endpoint exists
 	hold   func(r *http.Request)
 	held   atomic.Bool
+	// delay, when set, is how long a delivery takes to be answered.
+	delay func() time.Duration
+	// inFlight counts the deliveries being answered; entered gets a value
+	// (when it has room) as one begins.
+	inFlight atomic.Int64
+	dropped  atomic.Int64 // deliveries whose sender died before the answer
+	entered  chan struct{}
 
 	mu       sync.Mutex
 	accepted map[string]int // webhook-id -> deliveries accepted
@@ -44,7 +51,7 @@ type merchant struct {
 }
 
 func newMerchant() *merchant {
-	return &merchant{accepted: map[string]int{}, changed: make(chan struct{})}
+	return &merchant{accepted: map[string]int{}, changed: make(chan struct{}), entered: make(chan struct{}, 1)}
 }
 
 func (m *merchant) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +59,22 @@ func (m *merchant) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.hold(r)
 		return
 	}
+	m.inFlight.Add(1)
+	defer m.inFlight.Add(-1)
+	select {
+	case m.entered <- struct{}{}:
+	default:
+	}
 	body, err := io.ReadAll(r.Body)
+	if m.delay != nil {
+		time.Sleep(m.delay()) // a merchant's processing time
+		if r.Context().Err() != nil {
+			// The service died before the answer: count the delivery as
+			// not taken, so only a new delivery can make up for it.
+			m.dropped.Add(1)
+			return
+		}
+	}
 	if err == nil {
 		var wh *standardwebhooks.Webhook
 		secret, _ := m.secret.Load().(string)
@@ -198,6 +220,13 @@ func TestWebhookDeliveryRandomKills(t *testing.T) {
 
 	e := apitest.New(t, apitest.Options{WebhookAllowPrivate: true})
 	m := newMerchant()
+	// Answers take up to 50 ms, so that kills find deliveries in flight.
+	var rngMu sync.Mutex
+	m.delay = func() time.Duration {
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		return time.Duration(rng.Int64N(int64(50 * time.Millisecond)))
+	}
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
 	registerMerchant(t, e, m, srv.URL)
@@ -235,25 +264,50 @@ func TestWebhookDeliveryRandomKills(t *testing.T) {
 			}
 		}()
 	}
+	began := time.Now()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	kills := 0
+	killAfter := func() time.Duration {
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		return 300*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
+	}
+	// Kills go on until the creates are done and minKills happened; each
+	// waits a moment for a delivery in flight, the case that needs River's
+	// rescue.
+	const minKills = 5
+	kills, midDelivery := 0, 0
 	produced := time.NewTimer(2 * time.Minute)
 	defer produced.Stop()
+	created := done
 loop:
 	for {
 		select {
-		case <-done:
-			break loop
+		case <-created:
+			created = nil
+			if kills >= minKills {
+				break loop
+			}
+			continue
 		case f := <-failures:
 			t.Fatal(f)
 		case <-produced.C:
 			t.Fatalf("the %d creates did not end within 2 minutes (%d kills)", payments, kills)
-		case <-time.After(300*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))):
-			current.Load().kill(t)
-			kills++
-			current.Store(start(t, e, bin, "WEBHOOK_ALLOW_PRIVATE=true"))
+		case <-time.After(killAfter()):
+		}
+		select {
+		case <-m.entered:
+		case <-time.After(500 * time.Millisecond):
+		}
+		if m.inFlight.Load() > 0 {
+			midDelivery++
+		}
+		current.Load().kill(t)
+		kills++
+		current.Store(start(t, e, bin, "WEBHOOK_ALLOW_PRIVATE=true"))
+		if created == nil && kills >= minKills {
+			break
 		}
 	}
 	select {
@@ -261,7 +315,7 @@ loop:
 		t.Fatal(f)
 	default:
 	}
-	t.Logf("%d payments created through %d kills", payments, kills)
+	t.Logf("%d payments created; %d kills (%d with a delivery in flight) in %v", payments, kills, midDelivery, time.Since(began).Round(time.Second))
 
 	// Every event of the feed, then the receiver until it has them all.
 	e.FeedCaughtUp(t)
@@ -318,5 +372,6 @@ loop:
 		}
 		dups += n - 1
 	}
-	t.Logf("%d events, all delivered; %d duplicate deliveries (%d kills)", len(want), dups, kills)
+	t.Logf("%d events, all delivered %v after the start; %d duplicate deliveries, %d cut short by a kill (%d kills)",
+		len(want), time.Since(began).Round(time.Second), dups, m.dropped.Load(), kills)
 }
