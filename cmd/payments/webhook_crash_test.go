@@ -19,8 +19,9 @@ import (
 
 // rescueWait bounds the wait for a delivery cut short by a kill: River
 // rescues it notify.RescueAfter after its attempt began, on a pass of its
-// rescuer (every 30 s) once the restarted process leads (within ~20 s).
-const rescueWait = notify.RescueAfter + 30*time.Second + 30*time.Second + 30*time.Second
+// rescuer (every 30 s) once the restarted process leads (within ~20 s of
+// the kill), plus slack for a loaded machine.
+const rescueWait = notify.RescueAfter + 30*time.Second /* leadership */ + 30*time.Second /* a pass */ + 30*time.Second
 
 // delivery is one request a merchant receiver got.
 type delivery struct {
