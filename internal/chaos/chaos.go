@@ -510,13 +510,26 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	// Every event of the feed must reach the merchant. A delivery cut short
 	// by the last kill is retried once River rescues it (notify.RescueAfter
 	// after its attempt, on a rescuer pass every 30 s).
-	feed, err := shop.feed(ctx, urls[0], acct.APIKey)
-	if err != nil {
-		return rep, err
-	}
+	// The feed serves an event only once every older transaction on the
+	// server has ended, so it is read again until it stops growing.
 	awaitCtx, stopAwait := context.WithTimeout(ctx, notify.RescueAfter+90*time.Second)
 	waited := time.Now()
-	shop.await(awaitCtx, feed)
+	var feed []string
+	for {
+		again, err := shop.feed(ctx, urls[0], acct.APIKey)
+		if err != nil {
+			stopAwait()
+			return rep, err
+		}
+		if feed != nil && len(again) == len(feed) {
+			break
+		}
+		feed = again
+		shop.await(awaitCtx, feed)
+		if awaitCtx.Err() != nil {
+			break
+		}
+	}
 	stopAwait()
 	got, bad := shop.snapshot()
 	say("merchant webhooks: %d events in the feed, %d ids received, waited %s", len(feed), len(got), time.Since(waited).Round(time.Second))

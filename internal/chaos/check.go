@@ -458,7 +458,7 @@ func (r *Report) Print(w io.Writer) {
 	line("webhooks", "%d events, %d deliveries answered (late %d, duplicated %d, retried %d, abandoned %d); service outcomes: %s",
 		r.Webhooks.Events, r.Webhooks.Sent, r.Webhooks.Late, r.Webhooks.Duplicates, r.Webhooks.Retried, r.Webhooks.Abandoned, outcomeList(r.Webhooks.Outcomes))
 	m := r.Merchant
-	line("merchant webhooks", "%d events in the feed, %d delivered to the merchant's endpoint, %d lost; %d duplicate deliveries (allowed: at least once); %d delivered events written after the feed was read",
+	line("merchant webhooks", "%d events in the feed, %d delivered to the merchant's endpoint, %d lost; %d duplicate deliveries (allowed: at least once); %d delivered events the last read of the feed did not serve yet",
 		m.Events, m.Received, m.Lost, m.Duplicates, m.Later)
 	line("provider effects", "%d intents; authorizations %d, declines %d, captures %d, cancels %d, refunds %d, replays %d",
 		r.Intents, r.Sim.Authorizations, r.Sim.Declines, r.Sim.Captures, r.Sim.Cancels, r.Sim.Refunds, r.Sim.Replays)

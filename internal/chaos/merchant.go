@@ -195,7 +195,7 @@ type merchantTally struct {
 	Lost          int // of those, never delivered
 	Duplicates    int // deliveries beyond the first of an event
 	BadSignatures int // deliveries whose signature did not verify
-	Later         int // events delivered that the feed read did not have yet (written after it)
+	Later         int // events delivered that the last read of the feed did not serve yet
 }
 
 // checkMerchant holds the deliveries against the feed: every event of the
