@@ -35,6 +35,14 @@ const Queue = "webhooks"
 const (
 	// Timeout bounds one attempt.
 	Timeout = 10 * time.Second
+	// JobTimeout bounds one run of the job: the attempt with room for the
+	// address check and the database reads and writes around it.
+	JobTimeout = Timeout + 20*time.Second
+	// RescueAfter is when a job still running is taken as cut short by a
+	// crash and is retried. Longer than JobTimeout, so a live attempt is
+	// never taken; River's own default (1 h) would hold a delivery cut by
+	// a crash for an hour.
+	RescueAfter = JobTimeout + 10*time.Second
 	// RetryFor is how long a delivery is retried before it is failed.
 	RetryFor = 3 * 24 * time.Hour
 	// DisableAfter is how long an endpoint may fail every delivery before
@@ -136,13 +144,19 @@ func NewWorker(store DeliveryStore, seal Sealer, guard Guard, now func() time.Ti
 	return &Worker{Store: store, Seal: seal, Guard: guard, Now: now, client: guard.Client(Timeout)}, nil
 }
 
-// NextRetry is the exponential backoff with jitter.
+// NextRetry is the exponential backoff with jitter. A job rescued after a
+// crash is retried at once: its failure was noticed RescueAfter late.
 func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	// River's clock, not the worker's: the rescuer compares attempted_at
+	// with the wall clock.
+	if job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= RescueAfter {
+		return w.Now()
+	}
 	return w.Now().Add(jitter(Backoff(job.Attempt)))
 }
 
 // Timeout leaves River room around the HTTP timeout.
-func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return Timeout + 20*time.Second }
+func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return JobTimeout }
 
 // errGone ends a delivery that no longer has a destination.
 var errGone = errors.New("endpoint deleted or disabled")

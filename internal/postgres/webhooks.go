@@ -56,7 +56,11 @@ func NewRiverWorker(db *DB, c RiverWorkerConfig) (*River, error) {
 		PollOnly:          c.PollOnly,
 		FetchPollInterval: c.PollEvery,
 		MaxAttempts:       notify.MaxAttempts,
-		Logger:            c.Logger,
+		// A job left running by a killed process is retried within about a
+		// minute (the rescuer runs every 30 s on the leader), not an hour.
+		JobTimeout:           notify.JobTimeout,
+		RescueStuckJobsAfter: notify.RescueAfter,
+		Logger:               c.Logger,
 	})
 }
 
