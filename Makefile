@@ -10,11 +10,11 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
 
 .PHONY: run
-run: ## run the service locally: private PostgreSQL, provider simulator, demo account
+run: ## run the service locally: private PostgreSQL, provider simulator, demo account, a webhook receiver for it
 	@scripts/run.sh
 
 .PHONY: stop
-stop: ## stop what `make run` started: the service, the simulator, the private PostgreSQL
+stop: ## stop what `make run` started: the service, the webhook receiver, the simulator, the private PostgreSQL
 	@scripts/stop.sh
 
 .PHONY: demo

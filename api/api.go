@@ -131,6 +131,12 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/discrepancies", s.adminListDiscrepancies)
 		r.Get("/discrepancies/{id}", s.adminGetDiscrepancy)
 		r.With(s.identityBody).Post("/discrepancies/{id}/resolve", s.adminResolveDiscrepancy)
+		if s.webhooks != nil {
+			r.Get("/webhook_endpoints", s.adminListWebhookEndpoints)
+			r.Get("/webhook_endpoints/{id}/deliveries", s.adminListEndpointDeliveries)
+			r.Get("/events/{id}/deliveries", s.adminListEventDeliveries)
+			r.With(s.identityBody).Post("/events/{id}/redeliver", s.adminRedeliverEvent)
+		}
 	})
 	if s.console != nil && s.adminToken != "" {
 		r.Mount("/console", s.console)

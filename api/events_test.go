@@ -22,6 +22,8 @@ type feedEvent struct {
 	Type      string         `json:"type"`
 	CreatedAt string         `json:"created_at"`
 	Payment   map[string]any `json:"payment"`
+	// WebhookEndpoint is set on webhook_endpoint.disabled instead of Payment.
+	WebhookEndpoint map[string]any `json:"webhook_endpoint"`
 }
 
 // feedPage is one page of GET /v1/events.

@@ -322,6 +322,12 @@ func TestMetricsExposedFromTheStart(t *testing.T) {
 	for _, outcome := range []string{"applied", "duplicate", "ignored", "unknown_object", "rejected"} {
 		want("payments_webhook_deliveries_total", "outcome", outcome)
 	}
+	for _, outcome := range []string{"succeeded", "retrying", "failed", "refused", "canceled"} {
+		want("payments_webhook_endpoint_deliveries_total", "outcome", outcome)
+	}
+	want("payments_webhook_endpoint_oldest_pending_age_seconds")
+	want("payments_webhook_endpoints_disabled", "reason", "failing")
+	want("payments_webhook_endpoints_disabled", "reason", "merchant")
 	wantStatus(t, e.Do(apitest.Request{Method: http.MethodGet, Path: "/healthz"}), http.StatusOK)
 	sc = scrapeMetrics(t, e)
 	want("payments_http_requests_total", "route", "/healthz", "method", "GET", "status", "200")

@@ -165,3 +165,92 @@ func (s *Server) redeliverEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "object": "event", "redelivery": "enqueued"})
 }
+
+// Admin equivalents, across accounts. Secrets are never shown.
+
+// endpointList is a page of the admin endpoint list; pass next_cursor back
+// as cursor for the next one.
+type endpointList struct {
+	list[any]
+	NextCursor string `json:"next_cursor"`
+}
+
+func (s *Server) adminListWebhookEndpoints(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	cursor := q.Get("cursor")
+	es, err := s.webhooks.AdminList(r.Context(), q.Get("account_id"), cursor, limit+1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	views := make([]any, len(es))
+	for i, e := range es {
+		views[i] = e.AdminView()
+	}
+	l := page(views, limit)
+	if n := len(l.Data); n > 0 {
+		cursor = es[n-1].ID
+	}
+	writeJSON(w, http.StatusOK, endpointList{list: l, NextCursor: cursor})
+}
+
+func (s *Server) adminListAttempts(w http.ResponseWriter, r *http.Request, byEvent bool) {
+	limit, err := parseLimit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	after, err := parseAfterID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var as []notify.Attempt
+	if byEvent {
+		as, err = s.webhooks.AdminEventDeliveries(r.Context(), chi.URLParam(r, "id"), after, limit+1)
+	} else {
+		as, err = s.webhooks.AdminDeliveries(r.Context(), chi.URLParam(r, "id"), after, limit+1)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	views := make([]any, len(as))
+	for i, a := range as {
+		views[i] = a.View()
+	}
+	writeJSON(w, http.StatusOK, page(views, limit))
+}
+
+func (s *Server) adminListEndpointDeliveries(w http.ResponseWriter, r *http.Request) {
+	s.adminListAttempts(w, r, false)
+}
+
+func (s *Server) adminListEventDeliveries(w http.ResponseWriter, r *http.Request) {
+	s.adminListAttempts(w, r, true)
+}
+
+func (s *Server) adminRedeliverEvent(w http.ResponseWriter, r *http.Request) {
+	body, err := readJSON(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	act, err := decodeAdminAction(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := chi.URLParam(r, "id")
+	accountID, err := s.webhooks.AdminRedeliver(r.Context(), id, act.Actor, act.Reason)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "object": "event", "account_id": accountID, "redelivery": "enqueued"})
+}

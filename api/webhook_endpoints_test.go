@@ -27,6 +27,8 @@ type receiver struct {
 	failures int
 	got      []*http.Request
 	bodies   [][]byte
+	// took, when set, hears of every request answered 2xx.
+	took chan<- string
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +42,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(w, "ok")
+	if rc.took != nil {
+		rc.took <- r.Header.Get("webhook-id")
+	}
 }
 
 func createEndpoint(t *testing.T, e *apitest.Env, key, url string, events ...string) map[string]any {
@@ -269,6 +274,34 @@ func TestWebhookDelivery(t *testing.T) {
 			t.Fatalf("%d jobs after redeliver, want 2", n)
 		}
 		apitest.WantStatus(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/events/evt_nope/redeliver"}), http.StatusNotFound)
+	})
+
+	t.Run("TheRiverWorkerDeliversOnItsOwn", func(t *testing.T) {
+		t.Parallel()
+		// Behind PgBouncer (TEST_POOLER=pgbouncer) the worker runs poll-only
+		// through the pooler, as serve does without a direct URL.
+		e := apitest.New(t, apitest.Options{WebhookAllowPrivate: true})
+		took := make(chan string, 10)
+		srv := httptest.NewServer(&receiver{took: took})
+		t.Cleanup(srv.Close)
+		ep := createEndpoint(t, e, "k-ep", srv.URL, "payment.authorized")
+		e.StartRiverWorker(t)
+		apitest.WantStatus(t, e.Create("k-pay", apitest.CreateBody("pedido-river", 2000)), http.StatusCreated)
+		id := apitest.Recv(t, took, "the River worker's delivery")
+		if !strings.HasPrefix(id, "evt_") {
+			t.Fatalf("webhook-id = %q", id)
+		}
+		deadline := time.Now().Add(apitest.WaitTimeout)
+		for {
+			jobs := webhookJobsFor(t, e, ep["id"].(string))
+			if len(jobs) == 1 && jobs[0].State == rivertype.JobStateCompleted {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the delivery job is not completed: %+v", jobs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	})
 
 	t.Run("DuringARotationBothSecretsSign", func(t *testing.T) {

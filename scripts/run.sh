@@ -70,6 +70,9 @@ export ENCRYPTION_KEY="$(cat "$DATA/encryption.key")"
 export ADMIN_TOKEN="$(cat "$DATA/admin.token")"
 export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
 SIM_ADDR="${PROVIDERSIM_ADDR:-127.0.0.1:12111}"
+# The local webhook receiver is http on loopback: the service must allow it.
+export WEBHOOK_ALLOW_PRIVATE="${WEBHOOK_ALLOW_PRIVATE:-true}"
+LISTEN_ADDR="${WEBHOOK_LISTEN_ADDR:-127.0.0.1:8091}"
 export STRIPE_API_BASE="${STRIPE_API_BASE:-http://$SIM_ADDR}"
 
 echo "building…" >&2
@@ -77,7 +80,8 @@ go build -o bin/ ./cmd/payments ./cmd/providersim
 
 bin/providersim -addr "$SIM_ADDR" 2>"$DATA/providersim.log" &
 SIM_PID=$!
-trap 'kill $SIM_PID 2>/dev/null || true; rm -f "$DATA/run.pids"' EXIT
+LISTEN_PID=""
+trap 'kill $SIM_PID $LISTEN_PID 2>/dev/null || true; rm -f "$DATA/run.pids"' EXIT
 
 bin/payments migrate 2>>"$DATA/payments.log"
 # The demo's provider secret is unique per installation: two accounts can
@@ -110,6 +114,8 @@ cat >&2 <<INFO
   simulator       $STRIPE_API_BASE   (logs: .data/providersim.log)
   database        $DATABASE_URL
   demo API key    $API_KEY
+  webhooks        http://$LISTEN_ADDR/   (payments webhooks listen, registered for the demo account:
+                  each event it receives, signature verified: tail -f .data/webhooks.log)
   admin token     $ADMIN_TOKEN
   whole story     make demo   (in another terminal: lost response, 202, retry, webhook, events)
 
@@ -126,7 +132,33 @@ bin/payments serve &
 PAY_PID=$!
 echo "$SIM_PID $PAY_PID" > "$DATA/run.pids"
 # SIGTERM (make stop) or Ctrl-C: payments drains its requests, then exits.
-trap 'kill -TERM $PAY_PID 2>/dev/null || true' TERM INT
+trap 'kill -TERM $PAY_PID $LISTEN_PID 2>/dev/null || true' TERM INT
+
+# The receiver registers itself through the API, so it starts once the
+# service answers. It reuses the endpoint an earlier run left at its
+# address, with a new secret. The API key goes by the environment, not the
+# command line (ps shows that).
+for _ in $(seq 300); do
+  curl -s -o /dev/null --max-time 1 "http://$HTTP_ADDR/healthz" && break
+  kill -0 "$PAY_PID" 2>/dev/null || break
+  sleep 0.1
+done
+# Emptied here, not by the background job's redirection: the wait below
+# must not find the last run's lines.
+: >"$DATA/webhooks.log"
+PAYMENTS_API_KEY="$API_KEY" bin/payments webhooks listen --addr "$LISTEN_ADDR" --register \
+  --api-url "http://$HTTP_ADDR" >>"$DATA/webhooks.log" 2>&1 &
+LISTEN_PID=$!
+echo "$SIM_PID $PAY_PID $LISTEN_PID" > "$DATA/run.pids"
+for _ in $(seq 50); do
+  grep -q "listening on" "$DATA/webhooks.log" && break
+  kill -0 "$LISTEN_PID" 2>/dev/null || {
+    echo "run: the webhook receiver did not start (the service goes on without it):" >&2
+    sed 's/^/  /' "$DATA/webhooks.log" >&2
+    break
+  }
+  sleep 0.1
+done
 status=0
 while kill -0 "$PAY_PID" 2>/dev/null; do
   wait "$PAY_PID" && status=0 || status=$?

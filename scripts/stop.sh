@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make stop`: stops what `make run` started: the service (which drains its
-# in-flight requests first), the provider simulator, and the private
-# PostgreSQL. A server you pointed DATABASE_URL at is left alone.
+# in-flight requests first), the webhook receiver, the provider simulator,
+# and the private PostgreSQL. A server you pointed DATABASE_URL at is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIDS=.data/run.pids
@@ -23,8 +23,9 @@ stop_pid() {
 }
 
 if [ -s "$PIDS" ]; then
-  read -r sim_pid pay_pid < "$PIDS"
+  read -r sim_pid pay_pid listen_pid < "$PIDS"
   stop_pid "$pay_pid" payments
+  [ -z "$listen_pid" ] || stop_pid "$listen_pid" payments
   stop_pid "$sim_pid" providersim
   rm -f "$PIDS"
 else

@@ -17,6 +17,36 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AdminWebhookEndpointObject.
+const (
+	AdminWebhookEndpointObjectWebhookEndpoint AdminWebhookEndpointObject = "webhook_endpoint"
+)
+
+// Valid indicates whether the value is a known member of the AdminWebhookEndpointObject enum.
+func (e AdminWebhookEndpointObject) Valid() bool {
+	switch e {
+	case AdminWebhookEndpointObjectWebhookEndpoint:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AdminWebhookEndpointListObject.
+const (
+	AdminWebhookEndpointListObjectList AdminWebhookEndpointListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the AdminWebhookEndpointListObject enum.
+func (e AdminWebhookEndpointListObject) Valid() bool {
+	switch e {
+	case AdminWebhookEndpointListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AttemptOperation.
 const (
 	Autorizar AttemptOperation = "autorizar"
@@ -650,6 +680,21 @@ func (e AdminListDiscrepanciesParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for AdminRedeliverEvent202JSONResponseBodyObject.
+const (
+	AdminRedeliverEvent202JSONResponseBodyObjectEvent AdminRedeliverEvent202JSONResponseBodyObject = "event"
+)
+
+// Valid indicates whether the value is a known member of the AdminRedeliverEvent202JSONResponseBodyObject enum.
+func (e AdminRedeliverEvent202JSONResponseBodyObject) Valid() bool {
+	switch e {
+	case AdminRedeliverEvent202JSONResponseBodyObjectEvent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RedeliverEvent202JSONResponseBodyObject.
 const (
 	RedeliverEvent202JSONResponseBodyObjectEvent RedeliverEvent202JSONResponseBodyObject = "event"
@@ -756,6 +801,43 @@ type AdminPayment struct {
 	Audit    []AuditEntry `json:"audit"`
 	Payment  Payment      `json:"payment"`
 }
+
+// AdminWebhookEndpoint A webhook endpoint as the admin API shows it, with its account and never its secret.
+type AdminWebhookEndpoint struct {
+	AccountId string `json:"account_id"`
+
+	// CreatedAt Example: 2025-01-31T12:00:00.000000Z
+	CreatedAt   Timestamp `json:"created_at"`
+	Description string    `json:"description"`
+
+	// EnabledEvents Event types to deliver, or `["*"]` for every type.
+	EnabledEvents EnabledEvents              `json:"enabled_events"`
+	Id            string                     `json:"id"`
+	Object        AdminWebhookEndpointObject `json:"object"`
+
+	// Status `enabled`, or `disabled` by an update or after 5 days of failing every delivery.
+	Status string `json:"status"`
+
+	// UpdatedAt Example: 2025-01-31T12:00:00.000000Z
+	UpdatedAt Timestamp `json:"updated_at"`
+	Url       string    `json:"url"`
+}
+
+// AdminWebhookEndpointObject defines model for AdminWebhookEndpoint.Object.
+type AdminWebhookEndpointObject string
+
+// AdminWebhookEndpointList defines model for AdminWebhookEndpointList.
+type AdminWebhookEndpointList struct {
+	Data    []AdminWebhookEndpoint `json:"data"`
+	HasMore bool                   `json:"has_more"`
+
+	// NextCursor Pass it as `cursor` for the next page.
+	NextCursor string                         `json:"next_cursor"`
+	Object     AdminWebhookEndpointListObject `json:"object"`
+}
+
+// AdminWebhookEndpointListObject defines model for AdminWebhookEndpointList.Object.
+type AdminWebhookEndpointListObject string
 
 // Amount Integer amount in minor units (for zero-decimal currencies such as
 // `JPY`, whole units). Any JSON number whose exact value is an integer
@@ -1589,6 +1671,31 @@ type AdminResolveDiscrepancyParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// AdminListEventDeliveriesParams defines parameters for AdminListEventDeliveries.
+type AdminListEventDeliveriesParams struct {
+	// StartingAfter The `id` of the last attempt of the previous page.
+	StartingAfter *AttemptsAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Limit The page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminRedeliverEventParams defines parameters for AdminRedeliverEvent.
+type AdminRedeliverEventParams struct {
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminRedeliverEvent202JSONResponseBodyObject defines parameters for AdminRedeliverEvent.
+type AdminRedeliverEvent202JSONResponseBodyObject string
+
 // AdminListPaymentsParams defines parameters for AdminListPayments.
 type AdminListPaymentsParams struct {
 	// Status Comma-separated statuses, e.g. `unknown,processing`.
@@ -1654,6 +1761,37 @@ type AdminReplayPaymentParams struct {
 	// before execution (400, 401, 413, 415, and `409
 	// order_has_active_payment`) reserve nothing.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminListWebhookEndpointsParams defines parameters for AdminListWebhookEndpoints.
+type AdminListWebhookEndpointsParams struct {
+	// AccountId Only the endpoints of this account.
+	AccountId *string `form:"account_id,omitempty" json:"account_id,omitempty"`
+
+	// Cursor The `next_cursor` of a previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit The page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminListWebhookEndpointDeliveriesParams defines parameters for AdminListWebhookEndpointDeliveries.
+type AdminListWebhookEndpointDeliveriesParams struct {
+	// StartingAfter The `id` of the last attempt of the previous page.
+	StartingAfter *AttemptsAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Limit The page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// XRequestId A request id to correlate logs; kept when it matches
 	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
@@ -2027,6 +2165,9 @@ type AdminCreateAccountJSONRequestBody = CreateAccountRequest
 
 // AdminResolveDiscrepancyJSONRequestBody defines body for AdminResolveDiscrepancy for application/json ContentType.
 type AdminResolveDiscrepancyJSONRequestBody = ResolveDiscrepancyRequest
+
+// AdminRedeliverEventJSONRequestBody defines body for AdminRedeliverEvent for application/json ContentType.
+type AdminRedeliverEventJSONRequestBody = AdminActionRequest
 
 // AdminReconcilePaymentJSONRequestBody defines body for AdminReconcilePayment for application/json ContentType.
 type AdminReconcilePaymentJSONRequestBody = AdminActionRequest
@@ -2446,6 +2587,35 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
 	AdminResolveDiscrepancy(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, body AdminResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AdminListEventDeliveries Delivery attempts of any account's event
+	//
+	// Every HTTP attempt of the event, to every endpoint, oldest first.
+	//
+	// Corresponds with GET /admin/v1/events/{id}/deliveries (the `AdminListEventDeliveries` operationId).
+	AdminListEventDeliveries(ctx context.Context, id EventId, params *AdminListEventDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminRedeliverEventWithBody Deliver any account's event again
+	//
+	// Enqueues the event again to every enabled endpoint of its account
+	// that takes it (the same `webhook-id`); the actor and reason are kept
+	// in the audit trail, written in the same transaction.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/v1/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+	AdminRedeliverEventWithBody(ctx context.Context, id EventId, params *AdminRedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminRedeliverEvent Deliver any account's event again
+	//
+	// Enqueues the event again to every enabled endpoint of its account
+	// that takes it (the same `webhook-id`); the actor and reason are kept
+	// in the audit trail, written in the same transaction.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/v1/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+	AdminRedeliverEvent(ctx context.Context, id EventId, params *AdminRedeliverEventParams, body AdminRedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AdminListPayments Stuck payments, any account
 	//
 	// Payments of every account filtered by status and age, for an operator
@@ -2516,6 +2686,22 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /admin/v1/payments/{id}/replay (the `AdminReplayPayment` operationId).
 	AdminReplayPayment(ctx context.Context, id PaymentId, params *AdminReplayPaymentParams, body AdminReplayPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminListWebhookEndpoints Every account's webhook endpoints
+	//
+	// Endpoints not deleted, of every account or of `account_id`, by id.
+	// Pass `next_cursor` back as `cursor` for the next page. Secrets are
+	// never shown.
+	//
+	// Corresponds with GET /admin/v1/webhook_endpoints (the `AdminListWebhookEndpoints` operationId).
+	AdminListWebhookEndpoints(ctx context.Context, params *AdminListWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminListWebhookEndpointDeliveries Delivery attempts to any account's endpoint
+	//
+	// Every HTTP attempt to the endpoint (deleted ones included), oldest first.
+	//
+	// Corresponds with GET /admin/v1/webhook_endpoints/{id}/deliveries (the `AdminListWebhookEndpointDeliveries` operationId).
+	AdminListWebhookEndpointDeliveries(ctx context.Context, id WebhookEndpointId, params *AdminListWebhookEndpointDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz Liveness
 	//
@@ -2941,6 +3127,65 @@ func (c *Client) AdminResolveDiscrepancy(ctx context.Context, id string, params 
 	return c.Client.Do(req)
 }
 
+// AdminListEventDeliveries Delivery attempts of any account's event
+//
+// Every HTTP attempt of the event, to every endpoint, oldest first.
+//
+// Corresponds with GET /admin/v1/events/{id}/deliveries (the `AdminListEventDeliveries` operationId).
+func (c *Client) AdminListEventDeliveries(ctx context.Context, id EventId, params *AdminListEventDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminListEventDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminRedeliverEventWithBody Deliver any account's event again
+//
+// Enqueues the event again to every enabled endpoint of its account
+// that takes it (the same `webhook-id`); the actor and reason are kept
+// in the audit trail, written in the same transaction.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/v1/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+func (c *Client) AdminRedeliverEventWithBody(ctx context.Context, id EventId, params *AdminRedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminRedeliverEventRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminRedeliverEvent Deliver any account's event again
+//
+// Enqueues the event again to every enabled endpoint of its account
+// that takes it (the same `webhook-id`); the actor and reason are kept
+// in the audit trail, written in the same transaction.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/v1/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+func (c *Client) AdminRedeliverEvent(ctx context.Context, id EventId, params *AdminRedeliverEventParams, body AdminRedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminRedeliverEventRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AdminListPayments Stuck payments, any account
 //
 // Payments of every account filtered by status and age, for an operator
@@ -3062,6 +3307,42 @@ func (c *Client) AdminReplayPaymentWithBody(ctx context.Context, id PaymentId, p
 // Corresponds with POST /admin/v1/payments/{id}/replay (the `AdminReplayPayment` operationId).
 func (c *Client) AdminReplayPayment(ctx context.Context, id PaymentId, params *AdminReplayPaymentParams, body AdminReplayPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminReplayPaymentRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminListWebhookEndpoints Every account's webhook endpoints
+//
+// Endpoints not deleted, of every account or of `account_id`, by id.
+// Pass `next_cursor` back as `cursor` for the next page. Secrets are
+// never shown.
+//
+// Corresponds with GET /admin/v1/webhook_endpoints (the `AdminListWebhookEndpoints` operationId).
+func (c *Client) AdminListWebhookEndpoints(ctx context.Context, params *AdminListWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminListWebhookEndpointsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminListWebhookEndpointDeliveries Delivery attempts to any account's endpoint
+//
+// Every HTTP attempt to the endpoint (deleted ones included), oldest first.
+//
+// Corresponds with GET /admin/v1/webhook_endpoints/{id}/deliveries (the `AdminListWebhookEndpointDeliveries` operationId).
+func (c *Client) AdminListWebhookEndpointDeliveries(ctx context.Context, id WebhookEndpointId, params *AdminListWebhookEndpointDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminListWebhookEndpointDeliveriesRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3943,6 +4224,156 @@ func NewAdminResolveDiscrepancyRequestWithBody(server string, id string, params 
 	return req, nil
 }
 
+// NewAdminListEventDeliveriesRequest constructs an http.Request for the AdminListEventDeliveries method
+func NewAdminListEventDeliveriesRequest(server string, id EventId, params *AdminListEventDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/events/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.StartingAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "starting_after", *params.StartingAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminRedeliverEventRequest calls the generic AdminRedeliverEvent builder with application/json body
+func NewAdminRedeliverEventRequest(server string, id EventId, params *AdminRedeliverEventParams, body AdminRedeliverEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAdminRedeliverEventRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewAdminRedeliverEventRequestWithBody constructs an http.Request for the AdminRedeliverEvent method, with any body, and a specified content type
+func NewAdminRedeliverEventRequestWithBody(server string, id EventId, params *AdminRedeliverEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/events/%s/redeliver", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewAdminListPaymentsRequest constructs an http.Request for the AdminListPayments method
 func NewAdminListPaymentsRequest(server string, params *AdminListPaymentsParams) (*http.Request, error) {
 	var err error
@@ -4223,6 +4654,187 @@ func NewAdminReplayPaymentRequestWithBody(server string, id PaymentId, params *A
 			}
 
 			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminListWebhookEndpointsRequest constructs an http.Request for the AdminListWebhookEndpoints method
+func NewAdminListWebhookEndpointsRequest(server string, params *AdminListWebhookEndpointsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/webhook_endpoints")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.AccountId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account_id", *params.AccountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminListWebhookEndpointDeliveriesRequest constructs an http.Request for the AdminListWebhookEndpointDeliveries method
+func NewAdminListWebhookEndpointDeliveriesRequest(server string, id WebhookEndpointId, params *AdminListWebhookEndpointDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/webhook_endpoints/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.StartingAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "starting_after", *params.StartingAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
 		}
 
 	}
@@ -5590,6 +6202,37 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/v1/discrepancies/{id}/resolve (the `AdminResolveDiscrepancy` operationId).
 	AdminResolveDiscrepancyWithResponse(ctx context.Context, id string, params *AdminResolveDiscrepancyParams, body AdminResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminResolveDiscrepancyResponse, error)
 
+	// AdminListEventDeliveriesWithResponse Delivery attempts of any account's event
+	//
+	// Every HTTP attempt of the event, to every endpoint, oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/v1/events/{id}/deliveries (the `AdminListEventDeliveries` operationId).
+	AdminListEventDeliveriesWithResponse(ctx context.Context, id EventId, params *AdminListEventDeliveriesParams, reqEditors ...RequestEditorFn) (*AdminListEventDeliveriesResponse, error)
+
+	// AdminRedeliverEventWithBodyWithResponse Deliver any account's event again
+	//
+	// Enqueues the event again to every enabled endpoint of its account
+	// that takes it (the same `webhook-id`); the actor and reason are kept
+	// in the audit trail, written in the same transaction.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/v1/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+	AdminRedeliverEventWithBodyWithResponse(ctx context.Context, id EventId, params *AdminRedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error)
+
+	// AdminRedeliverEventWithResponse Deliver any account's event again
+	//
+	// Enqueues the event again to every enabled endpoint of its account
+	// that takes it (the same `webhook-id`); the actor and reason are kept
+	// in the audit trail, written in the same transaction.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/v1/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+	AdminRedeliverEventWithResponse(ctx context.Context, id EventId, params *AdminRedeliverEventParams, body AdminRedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error)
+
 	// AdminListPaymentsWithResponse Stuck payments, any account
 	//
 	// Payments of every account filtered by status and age, for an operator
@@ -5664,6 +6307,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/v1/payments/{id}/replay (the `AdminReplayPayment` operationId).
 	AdminReplayPaymentWithResponse(ctx context.Context, id PaymentId, params *AdminReplayPaymentParams, body AdminReplayPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminReplayPaymentResponse, error)
+
+	// AdminListWebhookEndpointsWithResponse Every account's webhook endpoints
+	//
+	// Endpoints not deleted, of every account or of `account_id`, by id.
+	// Pass `next_cursor` back as `cursor` for the next page. Secrets are
+	// never shown.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/v1/webhook_endpoints (the `AdminListWebhookEndpoints` operationId).
+	AdminListWebhookEndpointsWithResponse(ctx context.Context, params *AdminListWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*AdminListWebhookEndpointsResponse, error)
+
+	// AdminListWebhookEndpointDeliveriesWithResponse Delivery attempts to any account's endpoint
+	//
+	// Every HTTP attempt to the endpoint (deleted ones included), oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/v1/webhook_endpoints/{id}/deliveries (the `AdminListWebhookEndpointDeliveries` operationId).
+	AdminListWebhookEndpointDeliveriesWithResponse(ctx context.Context, id WebhookEndpointId, params *AdminListWebhookEndpointDeliveriesParams, reqEditors ...RequestEditorFn) (*AdminListWebhookEndpointDeliveriesResponse, error)
 
 	// HealthzWithResponse Liveness
 	//
@@ -6495,6 +7158,258 @@ func (r AdminResolveDiscrepancyResponse) ContentType() string {
 	return ""
 }
 
+// AdminListEventDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for AdminListEventDeliveries
+type AdminListEventDeliveriesResponse200Headers struct {
+	XRequestId *string
+}
+
+// AdminListEventDeliveriesResponse400Headers the declared response headers of an HTTP 400 response for AdminListEventDeliveries
+type AdminListEventDeliveriesResponse400Headers struct {
+	XRequestId *string
+}
+
+// AdminListEventDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for AdminListEventDeliveries
+type AdminListEventDeliveriesResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminListEventDeliveriesResponse404Headers the declared response headers of an HTTP 404 response for AdminListEventDeliveries
+type AdminListEventDeliveriesResponse404Headers struct {
+	XRequestId *string
+}
+
+// AdminListEventDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for AdminListEventDeliveries
+type AdminListEventDeliveriesResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminListEventDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookAttemptList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *InvalidRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminListEventDeliveriesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminListEventDeliveriesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminListEventDeliveriesResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminListEventDeliveriesResponse404Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminListEventDeliveriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminListEventDeliveriesResponse) GetJSON200() *WebhookAttemptList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON400() *InvalidRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminListEventDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminListEventDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminListEventDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminListEventDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminRedeliverEventResponse202Headers the declared response headers of an HTTP 202 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse202Headers struct {
+	XRequestId *string
+}
+
+// AdminRedeliverEventResponse400Headers the declared response headers of an HTTP 400 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse400Headers struct {
+	XRequestId *string
+}
+
+// AdminRedeliverEventResponse401Headers the declared response headers of an HTTP 401 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminRedeliverEventResponse404Headers the declared response headers of an HTTP 404 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse404Headers struct {
+	XRequestId *string
+}
+
+// AdminRedeliverEventResponse413Headers the declared response headers of an HTTP 413 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse413Headers struct {
+	XRequestId *string
+}
+
+// AdminRedeliverEventResponse415Headers the declared response headers of an HTTP 415 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse415Headers struct {
+	XRequestId *string
+}
+
+// AdminRedeliverEventResponse503Headers the declared response headers of an HTTP 503 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminRedeliverEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *struct {
+		AccountId string                                       `json:"account_id"`
+		Id        string                                       `json:"id"`
+		Object    AdminRedeliverEvent202JSONResponseBodyObject `json:"object"`
+
+		// Redelivery Always `enqueued`.
+		Redelivery string `json:"redelivery"`
+	}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *InvalidRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *RequestTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *AdminRedeliverEventResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminRedeliverEventResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminRedeliverEventResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminRedeliverEventResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AdminRedeliverEventResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *AdminRedeliverEventResponse415Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminRedeliverEventResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r AdminRedeliverEventResponse) GetJSON202() *struct {
+	AccountId string                                       `json:"account_id"`
+	Id        string                                       `json:"id"`
+	Object    AdminRedeliverEvent202JSONResponseBodyObject `json:"object"`
+
+	// Redelivery Always `enqueued`.
+	Redelivery string `json:"redelivery"`
+} {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminRedeliverEventResponse) GetApplicationproblemJSON400() *InvalidRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminRedeliverEventResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AdminRedeliverEventResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AdminRedeliverEventResponse) GetApplicationproblemJSON413() *RequestTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AdminRedeliverEventResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminRedeliverEventResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminRedeliverEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminRedeliverEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminRedeliverEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminRedeliverEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AdminListPaymentsResponse200Headers the declared response headers of an HTTP 200 response for AdminListPayments
 type AdminListPaymentsResponse200Headers struct {
 	XRequestId *string
@@ -7024,6 +7939,202 @@ func (r AdminReplayPaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminReplayPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminListWebhookEndpointsResponse200Headers the declared response headers of an HTTP 200 response for AdminListWebhookEndpoints
+type AdminListWebhookEndpointsResponse200Headers struct {
+	XRequestId *string
+}
+
+// AdminListWebhookEndpointsResponse400Headers the declared response headers of an HTTP 400 response for AdminListWebhookEndpoints
+type AdminListWebhookEndpointsResponse400Headers struct {
+	XRequestId *string
+}
+
+// AdminListWebhookEndpointsResponse401Headers the declared response headers of an HTTP 401 response for AdminListWebhookEndpoints
+type AdminListWebhookEndpointsResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminListWebhookEndpointsResponse503Headers the declared response headers of an HTTP 503 response for AdminListWebhookEndpoints
+type AdminListWebhookEndpointsResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminListWebhookEndpointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdminWebhookEndpointList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *InvalidRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminListWebhookEndpointsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminListWebhookEndpointsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminListWebhookEndpointsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminListWebhookEndpointsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminListWebhookEndpointsResponse) GetJSON200() *AdminWebhookEndpointList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON400() *InvalidRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminListWebhookEndpointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminListWebhookEndpointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminListWebhookEndpointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminListWebhookEndpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminListWebhookEndpointDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for AdminListWebhookEndpointDeliveries
+type AdminListWebhookEndpointDeliveriesResponse200Headers struct {
+	XRequestId *string
+}
+
+// AdminListWebhookEndpointDeliveriesResponse400Headers the declared response headers of an HTTP 400 response for AdminListWebhookEndpointDeliveries
+type AdminListWebhookEndpointDeliveriesResponse400Headers struct {
+	XRequestId *string
+}
+
+// AdminListWebhookEndpointDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for AdminListWebhookEndpointDeliveries
+type AdminListWebhookEndpointDeliveriesResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminListWebhookEndpointDeliveriesResponse404Headers the declared response headers of an HTTP 404 response for AdminListWebhookEndpointDeliveries
+type AdminListWebhookEndpointDeliveriesResponse404Headers struct {
+	XRequestId *string
+}
+
+// AdminListWebhookEndpointDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for AdminListWebhookEndpointDeliveries
+type AdminListWebhookEndpointDeliveriesResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminListWebhookEndpointDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookAttemptList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *InvalidRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminListWebhookEndpointDeliveriesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminListWebhookEndpointDeliveriesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminListWebhookEndpointDeliveriesResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminListWebhookEndpointDeliveriesResponse404Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminListWebhookEndpointDeliveriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminListWebhookEndpointDeliveriesResponse) GetJSON200() *WebhookAttemptList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON400() *InvalidRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminListWebhookEndpointDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminListWebhookEndpointDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminListWebhookEndpointDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminListWebhookEndpointDeliveriesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9446,6 +10557,55 @@ func (c *ClientWithResponses) AdminResolveDiscrepancyWithResponse(ctx context.Co
 	return ParseAdminResolveDiscrepancyResponse(rsp)
 }
 
+// AdminListEventDeliveriesWithResponse Delivery attempts of any account's event
+//
+// Every HTTP attempt of the event, to every endpoint, oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/v1/events/{id}/deliveries (the `AdminListEventDeliveries` operationId).
+func (c *ClientWithResponses) AdminListEventDeliveriesWithResponse(ctx context.Context, id EventId, params *AdminListEventDeliveriesParams, reqEditors ...RequestEditorFn) (*AdminListEventDeliveriesResponse, error) {
+	rsp, err := c.AdminListEventDeliveries(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminListEventDeliveriesResponse(rsp)
+}
+
+// AdminRedeliverEventWithBodyWithResponse Deliver any account's event again
+//
+// Enqueues the event again to every enabled endpoint of its account
+// that takes it (the same `webhook-id`); the actor and reason are kept
+// in the audit trail, written in the same transaction.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/v1/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+func (c *ClientWithResponses) AdminRedeliverEventWithBodyWithResponse(ctx context.Context, id EventId, params *AdminRedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error) {
+	rsp, err := c.AdminRedeliverEventWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminRedeliverEventResponse(rsp)
+}
+
+// AdminRedeliverEventWithResponse Deliver any account's event again
+//
+// Enqueues the event again to every enabled endpoint of its account
+// that takes it (the same `webhook-id`); the actor and reason are kept
+// in the audit trail, written in the same transaction.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/v1/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+func (c *ClientWithResponses) AdminRedeliverEventWithResponse(ctx context.Context, id EventId, params *AdminRedeliverEventParams, body AdminRedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error) {
+	rsp, err := c.AdminRedeliverEvent(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminRedeliverEventResponse(rsp)
+}
+
 // AdminListPaymentsWithResponse Stuck payments, any account
 //
 // Payments of every account filtered by status and age, for an operator
@@ -9555,6 +10715,38 @@ func (c *ClientWithResponses) AdminReplayPaymentWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseAdminReplayPaymentResponse(rsp)
+}
+
+// AdminListWebhookEndpointsWithResponse Every account's webhook endpoints
+//
+// Endpoints not deleted, of every account or of `account_id`, by id.
+// Pass `next_cursor` back as `cursor` for the next page. Secrets are
+// never shown.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/v1/webhook_endpoints (the `AdminListWebhookEndpoints` operationId).
+func (c *ClientWithResponses) AdminListWebhookEndpointsWithResponse(ctx context.Context, params *AdminListWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*AdminListWebhookEndpointsResponse, error) {
+	rsp, err := c.AdminListWebhookEndpoints(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminListWebhookEndpointsResponse(rsp)
+}
+
+// AdminListWebhookEndpointDeliveriesWithResponse Delivery attempts to any account's endpoint
+//
+// Every HTTP attempt to the endpoint (deleted ones included), oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/v1/webhook_endpoints/{id}/deliveries (the `AdminListWebhookEndpointDeliveries` operationId).
+func (c *ClientWithResponses) AdminListWebhookEndpointDeliveriesWithResponse(ctx context.Context, id WebhookEndpointId, params *AdminListWebhookEndpointDeliveriesParams, reqEditors ...RequestEditorFn) (*AdminListWebhookEndpointDeliveriesResponse, error) {
+	rsp, err := c.AdminListWebhookEndpointDeliveries(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminListWebhookEndpointDeliveriesResponse(rsp)
 }
 
 // HealthzWithResponse Liveness
@@ -10626,6 +11818,275 @@ func ParseAdminResolveDiscrepancyResponse(rsp *http.Response) (*AdminResolveDisc
 	return response, nil
 }
 
+// ParseAdminListEventDeliveriesResponse parses an HTTP response from a AdminListEventDeliveriesWithResponse call
+func ParseAdminListEventDeliveriesResponse(rsp *http.Response) (*AdminListEventDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminListEventDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookAttemptList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminListEventDeliveriesResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AdminListEventDeliveriesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminListEventDeliveriesResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminListEventDeliveriesResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminListEventDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminRedeliverEventResponse parses an HTTP response from a AdminRedeliverEventWithResponse call
+func ParseAdminRedeliverEventResponse(rsp *http.Response) (*AdminRedeliverEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminRedeliverEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest struct {
+			AccountId string                                       `json:"account_id"`
+			Id        string                                       `json:"id"`
+			Object    AdminRedeliverEvent202JSONResponseBodyObject `json:"object"`
+
+			// Redelivery Always `enqueued`.
+			Redelivery string `json:"redelivery"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest RequestTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers AdminRedeliverEventResponse202Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers AdminRedeliverEventResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminRedeliverEventResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminRedeliverEventResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers AdminRedeliverEventResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers AdminRedeliverEventResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminRedeliverEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseAdminListPaymentsResponse parses an HTTP response from a AdminListPaymentsWithResponse call
 func ParseAdminListPaymentsResponse(rsp *http.Response) (*AdminListPaymentsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11219,6 +12680,217 @@ func ParseAdminReplayPaymentResponse(rsp *http.Response) (*AdminReplayPaymentRes
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminReplayPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminListWebhookEndpointsResponse parses an HTTP response from a AdminListWebhookEndpointsWithResponse call
+func ParseAdminListWebhookEndpointsResponse(rsp *http.Response) (*AdminListWebhookEndpointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminListWebhookEndpointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminWebhookEndpointList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminListWebhookEndpointsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AdminListWebhookEndpointsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminListWebhookEndpointsResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminListWebhookEndpointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminListWebhookEndpointDeliveriesResponse parses an HTTP response from a AdminListWebhookEndpointDeliveriesWithResponse call
+func ParseAdminListWebhookEndpointDeliveriesResponse(rsp *http.Response) (*AdminListWebhookEndpointDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminListWebhookEndpointDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookAttemptList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminListWebhookEndpointDeliveriesResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AdminListWebhookEndpointDeliveriesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminListWebhookEndpointDeliveriesResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminListWebhookEndpointDeliveriesResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminListWebhookEndpointDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

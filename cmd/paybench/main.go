@@ -435,11 +435,16 @@ func (b *bench) vacuum(ctx context.Context) {
 
 func (b *bench) createLoad(c *client, clients int) func(time.Duration) step {
 	return func(d time.Duration) step {
-		return closedLoop("create", clients, d, func(int) (string, bool) {
+		// A consumer follows the feed through the step: its lag behind
+		// commits under this load.
+		stop := followFeed(c)
+		s := closedLoop("create", clients, d, func(int) (string, bool) {
 			k := b.keys.next("c")
 			label, _ := c.create(k, createBody(k))
 			return label, label == labelNew
 		})
+		s.Note = joinNote(s.Note, stop().String())
+		return s
 	}
 }
 
@@ -515,11 +520,14 @@ func (b *bench) serviceSteps(ctx context.Context) error {
 	rate := best.Throughput() / 2
 	workers := slices.Max(b.cfg.clients)
 	b.half = b.measured(ctx, b.svc, "create-half", workers, func(d time.Duration) step {
-		return openLoop("create@half", rate, workers, d, func(int) (string, bool) {
+		stop := followFeed(c)
+		s := openLoop("create@half", rate, workers, d, func(int) (string, bool) {
 			k := b.keys.next("h")
 			label, _ := c.create(k, createBody(k))
 			return label, label == labelNew
 		})
+		s.Note = joinNote(s.Note, stop().String())
+		return s
 	})
 	fmt.Fprintf(b.out, "\ncreate at half the peak (open loop: %.0f req/s offered = peak %.0f at %d clients / 2; up to %d callers; latency from when each request was due)\n",
 		rate, best.Throughput(), best.Clients, workers)

@@ -78,6 +78,28 @@ that long). Rotating again ends any earlier key at once: an account has at
 most two valid keys.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
+	{name: "webhooks listen", synopsis: listenSynopsis,
+		summary: "receive this service's webhooks locally: verify each signature, print each event",
+		details: `Listens on --addr (default ` + defaultListenAddr + `; port 0 picks a free one) and
+verifies every POST with the endpoint's Standard Webhooks secret. Each
+verified event is one line on stdout:
+
+  evt_… payment.captured payment=pay_… status=captured version=4 cursor=…
+
+answered 204; a delivery seen before (the same webhook-id: a retry or a
+redelivery) is printed again, marked "(repeat)". A missing or wrong
+signature, a stale timestamp or a body that is not an event is answered 400
+with one line on stderr. Runs until SIGINT or SIGTERM, then exits 0.
+
+The secret is --secret or WEBHOOK_SECRET. With --register instead, it
+registers http://<addr>/ for --events (default *) through the service's
+POST /v1/webhook_endpoints on --api-url (default http://127.0.0.1:8080) with
+--api-key or PAYMENTS_API_KEY, and uses the secret the service returns; an
+endpoint left at the same URL by an earlier run is enabled and given a new
+secret instead. The service must run with WEBHOOK_ALLOW_PRIVATE=true to
+accept a local http URL. Neither the secret nor the key is ever printed.
+
+settings: WEBHOOK_SECRET, PAYMENTS_API_KEY only.`},
 	{name: "version", summary: "print the version, commit and Go version of this build",
 		details: `Reads the build information Go stamps into the binary (module version,
 VCS revision and time, whether the tree was modified). Reads no setting.`},
@@ -94,6 +116,7 @@ settings: HTTP_ADDR only.`},
 // groups are words that only lead to subcommands.
 var groups = map[string]string{
 	"accounts": "account administration",
+	"webhooks": "the service's webhooks, received on this machine",
 }
 
 // usageError is a command line mistake: exit status 2, not 1.
@@ -225,6 +248,8 @@ func withoutSettings(ctx context.Context, args []string, getenv func(string) str
 		return true, printVersion(stdout)
 	case "healthcheck":
 		return true, healthcheck(ctx, args[1:], getenv, stdout)
+	case "webhooks":
+		return true, webhooksCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "serve", "migrate":
 		if err := noArguments(args[0], args[1:]); err != nil {
 			return true, err

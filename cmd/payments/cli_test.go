@@ -133,6 +133,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"version", "--json"}, []string{"version takes no arguments"}},
 		{[]string{"healthcheck", "--url", "localhost:8080"}, []string{"--url must be an http(s) URL"}},
 		{[]string{"healthcheck", "--wait"}, []string{"flag provided but not defined: -wait"}},
+		{[]string{"webhooks"}, []string{"a command is required"}},
+		{[]string{"webhooks", "forward"}, []string{`unknown command "webhooks forward"`}},
+		{[]string{"webhooks", "listen"}, []string{"--secret or WEBHOOK_SECRET is required"}},
+		{[]string{"webhooks", "listen", "--secret", "whsec_not*base64"}, []string{"not a whsec_… signing secret"}},
+		{[]string{"webhooks", "listen", "--register"}, []string{"--register needs --api-key or PAYMENTS_API_KEY"}},
+		{[]string{"webhooks", "listen", "--register", "--api-key", "k", "--secret", "whsec_x"}, []string{"drop --secret"}},
+		{[]string{"webhooks", "listen", "--register", "--api-key", "k", "--api-url", "localhost:8080"}, []string{"--api-url must be an http(s) URL"}},
+		{[]string{"webhooks", "listen", "--secret", "whsec_x", "now"}, []string{`unexpected argument "now"`}},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), tc.args, noEnv, &stdout, &stderr)

@@ -1,6 +1,7 @@
 // Command payments is the payment orchestration service: the HTTP API with
-// its background workers (serve), schema migrations (migrate) and account
-// administration (accounts …); `payments --help` lists every command.
+// its background workers (serve), schema migrations (migrate), account
+// administration (accounts …) and a local receiver of its webhooks
+// (webhooks listen); `payments --help` lists every command.
 package main
 
 import (
@@ -166,7 +167,11 @@ func wire(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a.metrics.CountOpenDiscrepancies(a.audit.CountOpen)
-	if a.webhooks, err = notify.NewService(postgres.NewWebhookStore(db), a.accounts,
+	hooks := postgres.NewWebhookStore(db)
+	a.metrics.WatchWebhookDeliveries(func(ctx context.Context) (metrics.WebhookDeliveryState, error) {
+		return hooks.DeliveryState(ctx, time.Now())
+	})
+	if a.webhooks, err = notify.NewService(hooks, a.accounts,
 		notify.Guard{AllowPrivate: cfg.WebhookAllowPrivate}, nil); err != nil {
 		db.Close()
 		return nil, err
@@ -310,6 +315,7 @@ func startDeliveries(ctx context.Context, cfg config, a *app, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	worker.Metrics = a.metrics
 	db, pollOnly := a.db, true
 	closeDB := func() {}
 	if cfg.MigrateDatabaseURL != cfg.DatabaseURL {

@@ -206,6 +206,9 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 		e.Discrepancies = dsc
 	}
 	m.CountOpenDiscrepancies(dsc.CountOpen)
+	m.WatchWebhookDeliveries(func(ctx context.Context) (metrics.WebhookDeliveryState, error) {
+		return postgres.NewWebhookStore(db).DeliveryState(ctx, e.Clock.Now())
+	})
 	con, err := console.New(console.Config{Payments: svc, Accounts: accounts, Discrepancies: dsc, Store: postgres.NewConsoleStore(db), Logger: log,
 		AdminToken: AdminToken, Now: e.Clock.Now})
 	if err != nil {
@@ -221,6 +224,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 		if e.WebhookWorker, err = notify.NewWorker(postgres.NewWebhookStore(db), accounts, guard, e.Clock.Now); err != nil {
 			t.Fatalf("webhook worker: %v", err)
 		}
+		e.WebhookWorker.Metrics = m
 	}
 	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken,
 		Console: con.Handler(), Discrepancies: dsc, Webhooks: hooks})

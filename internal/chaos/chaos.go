@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/provider/providersim"
 )
 
@@ -283,6 +284,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		"RECONCILE_MAX_BACKOFF=" + reconcileMaxBackoff.String(),
 		"PROVIDER_SEARCH_GRACE=" + searchGrace.String(), "LOG_LEVEL=" + cfg.LogLevel, "ADMIN_TOKEN=",
 		"PROVIDER_KEY_RETENTION=" + keys.Retention.String(),
+		// The merchant's endpoint is on this machine.
+		"WEBHOOK_ALLOW_PRIVATE=true",
 	}
 	runPayments := func(ctx context.Context, logName string, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, paymentsBin, args...)
@@ -334,6 +337,17 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		urls[i] = replicas[i].url()
 	}
 	say("simulator on %s, replicas on %s; logs in %s", sim.url(), strings.Join(urls, " "), logDir)
+
+	// The merchant's webhook endpoint, before any event.
+	shop, err := startMerchant()
+	if err != nil {
+		return nil, err
+	}
+	defer shop.close()
+	if err := shop.register(ctx, urls[0], acct.APIKey); err != nil {
+		return nil, err
+	}
+	say("merchant webhook endpoint on %s", shop.url)
 	say("provider key retention %s at the replicas and the simulator: margin %s, re-send window %s", keys.Retention, keys.Margin, keys.Window)
 
 	ctl := &http.Client{Timeout: 30 * time.Second}
@@ -493,6 +507,33 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	<-drained
 
+	// Every event of the feed must reach the merchant. A delivery cut short
+	// by the last kill is retried once River rescues it (notify.RescueAfter
+	// after its attempt, on a rescuer pass every 30 s).
+	// The feed serves an event only once every older transaction on the
+	// server has ended, so it is read again until it stops growing.
+	awaitCtx, stopAwait := context.WithTimeout(ctx, notify.RescueAfter+90*time.Second)
+	waited := time.Now()
+	var feed []string
+	for {
+		again, err := shop.feed(ctx, urls[0], acct.APIKey)
+		if err != nil {
+			stopAwait()
+			return rep, err
+		}
+		if feed != nil && len(again) == len(feed) {
+			break
+		}
+		feed = again
+		shop.await(awaitCtx, feed)
+		if awaitCtx.Err() != nil {
+			break
+		}
+	}
+	stopAwait()
+	got, bad := shop.snapshot()
+	say("merchant webhooks: %d events in the feed, %d ids received, waited %s", len(feed), len(got), time.Since(waited).Round(time.Second))
+
 	// The figures.
 	intents, err := simIntents(ctx, ctl, sim.url(), secretKey)
 	if err != nil {
@@ -516,6 +557,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return rep, err
 	}
 	rep.check(intents, st, fleet)
+	rep.checkMerchant(feed, got, bad)
 	rep.checkRaces(reqs)
 	rep.checkResends(reqs, keys)
 	rep.checkNoEffect(reqs, intents, st)

@@ -32,6 +32,9 @@ type Report struct {
 	BothSent         int // orders whose capture and cancel both reached the provider
 	LateResends      int // provider keys that reached the provider after their re-send window
 	FalseNoEffect    int // attempts failed as having had no effect that the provider's log contradicts
+	// Merchant is the service's webhooks to the merchant's endpoint: its
+	// Lost and BadSignatures are invariants, its Duplicates allowed.
+	Merchant merchantTally
 
 	Traffic    tally
 	Webhooks   webhookTally
@@ -75,7 +78,7 @@ type Report struct {
 func (r *Report) Violations() int {
 	return r.DoubleCharges + r.LostPayments + r.Phantoms + r.AmountMismatches + r.Lies +
 		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected + r.BothSent +
-		r.LateResends + r.FalseNoEffect + r.NotRecovered
+		r.LateResends + r.FalseNoEffect + r.NotRecovered + r.Merchant.Lost + r.Merchant.BadSignatures
 }
 
 // Lookups is the number of attempts settled by a lookup past their window.
@@ -411,6 +414,8 @@ func (r *Report) Print(w io.Writer) {
 	line("late re-sends", "%d (provider keys that reached the provider after their re-send window)", r.LateResends)
 	line("false no-effect fails", "%d (attempts failed %s, %s or %s that the provider's log contradicts)",
 		r.FalseNoEffect, codeAuthentication, codeNoEffect, codeNotFound)
+	line("lost webhooks", "%d (events of the feed never delivered to the merchant's endpoint; bad signatures %d)",
+		r.Merchant.Lost, r.Merchant.BadSignatures)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)
 	line("client operations", "captures %d, cancels %d, refunds %d; capture-vs-cancel races %d, double full refunds %d",
@@ -452,6 +457,9 @@ func (r *Report) Print(w io.Writer) {
 		c.ByStatus[409], c.Codes["idempotency_key_in_use"], c.Codes["order_has_active_payment"], c.Codes["invalid_state"], c.Codes["refund_exceeds_captured"])
 	line("webhooks", "%d events, %d deliveries answered (late %d, duplicated %d, retried %d, abandoned %d); service outcomes: %s",
 		r.Webhooks.Events, r.Webhooks.Sent, r.Webhooks.Late, r.Webhooks.Duplicates, r.Webhooks.Retried, r.Webhooks.Abandoned, outcomeList(r.Webhooks.Outcomes))
+	m := r.Merchant
+	line("merchant webhooks", "%d events in the feed, %d delivered to the merchant's endpoint, %d lost; %d duplicate deliveries (allowed: at least once); %d delivered events the last read of the feed did not serve yet",
+		m.Events, m.Received, m.Lost, m.Duplicates, m.Later)
 	line("provider effects", "%d intents; authorizations %d, declines %d, captures %d, cancels %d, refunds %d, replays %d",
 		r.Intents, r.Sim.Authorizations, r.Sim.Declines, r.Sim.Captures, r.Sim.Cancels, r.Sim.Refunds, r.Sim.Replays)
 	line("reconcile --once", "%d passes until nothing was unresolved", r.Passes)

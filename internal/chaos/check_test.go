@@ -212,3 +212,33 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckMerchant(t *testing.T) {
+	t.Parallel()
+	feed := []string{"evt_a", "evt_b", "evt_c"}
+
+	// Duplicates are allowed, and so is an event written after the feed
+	// was read.
+	r := &Report{}
+	r.checkMerchant(feed, map[string]int{"evt_a": 1, "evt_b": 3, "evt_c": 2, "evt_later": 1}, nil)
+	want := merchantTally{Events: 3, Received: 3, Duplicates: 3, Later: 1}
+	if r.Merchant != want || r.Violations() != 0 {
+		t.Errorf("all delivered: %+v, %d violations; want %+v and none", r.Merchant, r.Violations(), want)
+	}
+
+	// An event never delivered and a bad signature are violations.
+	r = &Report{}
+	r.checkMerchant(feed, map[string]int{"evt_a": 2, "evt_c": 1}, []string{"evt_b: no matching signature"})
+	want = merchantTally{Events: 3, Received: 2, Lost: 1, Duplicates: 1, BadSignatures: 1}
+	if r.Merchant != want || r.Violations() != 2 {
+		t.Errorf("one lost, one bad: %+v, %d violations; want %+v and 2", r.Merchant, r.Violations(), want)
+	}
+	if len(r.Samples) != 2 || !strings.Contains(r.Samples[0], "evt_b") {
+		t.Errorf("samples %q, want the lost event named", r.Samples)
+	}
+	var out strings.Builder
+	r.Print(&out)
+	if !strings.Contains(out.String(), "lost webhooks:         1") || !strings.Contains(out.String(), "1 duplicate deliveries") {
+		t.Errorf("the report does not show the lost event and the duplicates:\n%s", out.String())
+	}
+}

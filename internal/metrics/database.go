@@ -33,8 +33,12 @@ type databaseGauges struct {
 	// openDiscrepancies is set by CountOpenDiscrepancies; nil leaves the
 	// gauge out.
 	openDiscrepancies func(ctx context.Context) (int64, error)
+	// webhookDeliveries is set by WatchWebhookDeliveries; nil leaves its
+	// gauges out.
+	webhookDeliveries func(ctx context.Context) (WebhookDeliveryState, error)
 
 	byStatus, unread, backlogAge, feedLag, lastRefresh, age, discrepancies *prometheus.Desc
+	pendingAge, endpointPendingAge, endpointsDisabled                      *prometheus.Desc
 	failures                                                               prometheus.Counter
 
 	mu        sync.Mutex
@@ -47,6 +51,8 @@ type databaseGauges struct {
 	refreshed time.Time // last refresh in which every read succeeded
 	haveOpen  bool
 	open      int64
+	haveHooks bool
+	hooks     WebhookDeliveryState
 }
 
 func newDatabaseGauges(statuses StatusCounter, backlog Backlog, lag FeedLag) *databaseGauges {
@@ -63,6 +69,14 @@ func newDatabaseGauges(statuses StatusCounter, backlog Backlog, lag FeedLag) *da
 			"Unix time of the last refresh in which every database-derived gauge was read (0: none yet).", nil, nil),
 		age: prometheus.NewDesc("payments_database_gauges_age_seconds",
 			"Seconds since the database-derived gauges were last read (since start if never).", nil, nil),
+		pendingAge: prometheus.NewDesc("payments_webhook_endpoint_oldest_pending_age_seconds",
+			"Age of the oldest delivery to an enabled webhook endpoint not yet done (0: none), as of the last database refresh.", nil, nil),
+		endpointPendingAge: prometheus.NewDesc("payments_webhook_endpoint_oldest_pending_age_by_endpoint_seconds",
+			"Age of the oldest delivery not yet done, for the enabled endpoints furthest behind (at most 10 series), as of the last database refresh.",
+			[]string{"endpoint_id"}, nil),
+		endpointsDisabled: prometheus.NewDesc("payments_webhook_endpoints_disabled",
+			"Webhook endpoints disabled and not deleted, by reason (failing: disabled while its deliveries failed, as the service does after 5 days; merchant: disabled by the merchant), as of the last database refresh.",
+			[]string{"reason"}, nil),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payments_database_gauges_refresh_failures_total", Help: "Refreshes of the database-derived gauges that failed.",
 		}),
@@ -75,6 +89,9 @@ func (g *databaseGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.backlogAge
 	ch <- g.discrepancies
 	ch <- g.feedLag
+	ch <- g.pendingAge
+	ch <- g.endpointPendingAge
+	ch <- g.endpointsDisabled
 	ch <- g.lastRefresh
 	ch <- g.age
 	g.failures.Describe(ch)
@@ -98,6 +115,15 @@ func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	if g.haveLag {
 		ch <- prometheus.MustNewConstMetric(g.feedLag, prometheus.GaugeValue, g.lagNow.Seconds())
+	}
+	if g.haveHooks {
+		ch <- prometheus.MustNewConstMetric(g.pendingAge, prometheus.GaugeValue, g.hooks.OldestPending.Seconds())
+		for id, age := range g.hooks.ByEndpoint {
+			ch <- prometheus.MustNewConstMetric(g.endpointPendingAge, prometheus.GaugeValue, age.Seconds(), id)
+		}
+		for _, reason := range []string{DisabledFailing, DisabledMerchant} {
+			ch <- prometheus.MustNewConstMetric(g.endpointsDisabled, prometheus.GaugeValue, float64(g.hooks.Disabled[reason]), reason)
+		}
 	}
 	last, since := 0.0, g.started
 	if !g.refreshed.IsZero() {
@@ -141,8 +167,17 @@ func (g *databaseGauges) refresh(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	g.mu.Lock()
-	open := g.openDiscrepancies
+	open, hooks := g.openDiscrepancies, g.webhookDeliveries
 	g.mu.Unlock()
+	if hooks != nil {
+		st, err := hooks(ctx)
+		if err == nil {
+			g.mu.Lock()
+			g.haveHooks, g.hooks = true, st
+			g.mu.Unlock()
+		}
+		errs = append(errs, err)
+	}
 	if open != nil {
 		n, err := open(ctx)
 		if err == nil {
@@ -169,6 +204,39 @@ func (m *Metrics) CountOpenDiscrepancies(count func(ctx context.Context) (int64,
 	m.db.mu.Lock()
 	defer m.db.mu.Unlock()
 	m.db.openDiscrepancies = count
+}
+
+// Reasons of payments_webhook_endpoints_disabled.
+const (
+	DisabledFailing  = "failing"
+	DisabledMerchant = "merchant"
+)
+
+// MaxEndpointSeries bounds the per-endpoint series of the pending age:
+// only the endpoints furthest behind get one, so the series stay few
+// however many endpoints merchants create; the unlabelled maximum covers
+// the rest.
+const MaxEndpointSeries = 10
+
+// WebhookDeliveryState is what the database says of the deliveries to
+// merchants' webhook endpoints.
+type WebhookDeliveryState struct {
+	// OldestPending is the age of the oldest delivery to an enabled
+	// endpoint not yet done (0: none).
+	OldestPending time.Duration
+	// ByEndpoint is that age for at most MaxEndpointSeries enabled
+	// endpoints, those furthest behind.
+	ByEndpoint map[string]time.Duration
+	// Disabled counts the endpoints disabled and not deleted, by reason.
+	Disabled map[string]int64
+}
+
+// WatchWebhookDeliveries adds the gauges of outbound webhook deliveries
+// to the database-derived gauges, read by read at every refresh.
+func (m *Metrics) WatchWebhookDeliveries(read func(ctx context.Context) (WebhookDeliveryState, error)) {
+	m.db.mu.Lock()
+	defer m.db.mu.Unlock()
+	m.db.webhookDeliveries = read
 }
 
 // RefreshDatabase reads the database-derived gauges now.

@@ -39,6 +39,7 @@ type Metrics struct {
 	reconAlert  prometheus.Gauge
 	reconDone   *prometheus.CounterVec
 	webhooks    *prometheus.CounterVec
+	deliveries  *prometheus.CounterVec
 	db          *databaseGauges
 }
 
@@ -90,9 +91,13 @@ func New(statuses StatusCounter, backlog Backlog, lag FeedLag) *Metrics {
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payments_webhook_deliveries_total", Help: "Provider webhook deliveries by outcome (applied, duplicate, ignored, unknown_object, rejected).",
 		}, []string{"outcome"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payments_webhook_endpoint_deliveries_total",
+			Help: "Attempts to deliver an event to a merchant's webhook endpoint, by outcome (succeeded, retrying, failed, refused, canceled).",
+		}, []string{"outcome"}),
 	}
 	m.Registry.MustRegister(m.requests, m.latency, m.idem, m.provCalls, m.provLatency, m.transitions,
-		m.reconRuns, m.reconSeen, m.reconLeft, m.reconAlert, m.reconDone, m.webhooks,
+		m.reconRuns, m.reconSeen, m.reconLeft, m.reconAlert, m.reconDone, m.webhooks, m.deliveries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initKnownSeries()
 	m.db = newDatabaseGauges(statuses, backlog, lag)
@@ -125,6 +130,9 @@ func (m *Metrics) initKnownSeries() {
 	for _, outcome := range []string{payment.DeliveryApplied, payment.DeliveryDuplicate, payment.DeliveryIgnored,
 		payment.DeliveryUnknown, "rejected"} {
 		m.webhooks.WithLabelValues(outcome)
+	}
+	for _, outcome := range DeliveryOutcomes {
+		m.deliveries.WithLabelValues(outcome)
 	}
 }
 
@@ -166,3 +174,17 @@ func (m *Metrics) ReconcileResolution(status string) { m.reconDone.WithLabelValu
 
 // Webhook counts one webhook delivery.
 func (m *Metrics) Webhook(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
+
+// DeliveryOutcomes are the outcomes of payments_webhook_endpoint_deliveries_total:
+// succeeded (a 2xx), retrying (failed, another attempt follows), failed
+// (the last attempt failed: the delivery is given up), refused (the URL
+// resolved to a non-public address at delivery time; not counted as
+// retrying or failed), canceled (the endpoint was disabled or deleted
+// before the attempt).
+var DeliveryOutcomes = []string{"succeeded", "retrying", "failed", "refused", "canceled"}
+
+// WebhookEndpointDelivery counts one attempt to deliver to a merchant's
+// endpoint.
+func (m *Metrics) WebhookEndpointDelivery(outcome string) {
+	m.deliveries.WithLabelValues(outcome).Inc()
+}

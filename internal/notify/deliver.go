@@ -35,6 +35,14 @@ const Queue = "webhooks"
 const (
 	// Timeout bounds one attempt.
 	Timeout = 10 * time.Second
+	// JobTimeout bounds one run of the job: the attempt with room for the
+	// address check and the database reads and writes around it.
+	JobTimeout = Timeout + 20*time.Second
+	// RescueAfter is when a job still running is taken as cut short by a
+	// crash and is retried. Longer than JobTimeout, so a live attempt is
+	// never taken; River's own default (1 h) would hold a delivery cut by
+	// a crash for an hour.
+	RescueAfter = JobTimeout + 10*time.Second
 	// RetryFor is how long a delivery is retried before it is failed.
 	RetryFor = 3 * 24 * time.Hour
 	// DisableAfter is how long an endpoint may fail every delivery before
@@ -99,14 +107,30 @@ type DeliveryStore interface {
 	AttemptRecord(ctx context.Context, a Attempt, disableBefore time.Time) error
 }
 
+// Metrics counts attempts by outcome: an Outcome, or refused or canceled.
+type Metrics interface {
+	WebhookEndpointDelivery(outcome string)
+}
+
+// Metric outcomes beside the attempt outcomes.
+const (
+	// MetricRefused is an attempt the address guard refused.
+	MetricRefused = "refused"
+	// MetricCanceled is a delivery dropped because its endpoint is
+	// disabled or deleted.
+	MetricCanceled = "canceled"
+)
+
 // Worker delivers one event to one endpoint per attempt.
 type Worker struct {
 	river.WorkerDefaults[DeliverArgs]
-	Store  DeliveryStore
-	Seal   Sealer
-	Guard  Guard
-	Now    func() time.Time
-	client *http.Client
+	Store DeliveryStore
+	Seal  Sealer
+	Guard Guard
+	Now   func() time.Time
+	// Metrics, when set, counts attempts.
+	Metrics Metrics
+	client  *http.Client
 }
 
 // NewWorker checks its dependencies.
@@ -120,13 +144,19 @@ func NewWorker(store DeliveryStore, seal Sealer, guard Guard, now func() time.Ti
 	return &Worker{Store: store, Seal: seal, Guard: guard, Now: now, client: guard.Client(Timeout)}, nil
 }
 
-// NextRetry is the exponential backoff with jitter.
+// NextRetry is the exponential backoff with jitter. A job rescued after a
+// crash is retried at once: its failure was noticed RescueAfter late.
 func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	// River's clock, not the worker's: the rescuer compares attempted_at
+	// with the wall clock.
+	if job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= RescueAfter {
+		return w.Now()
+	}
 	return w.Now().Add(jitter(Backoff(job.Attempt)))
 }
 
 // Timeout leaves River room around the HTTP timeout.
-func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return Timeout + 20*time.Second }
+func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return JobTimeout }
 
 // errGone ends a delivery that no longer has a destination.
 var errGone = errors.New("endpoint deleted or disabled")
@@ -139,6 +169,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return err
 	}
 	if t.Endpoint.Status != StatusEnabled {
+		w.count(MetricCanceled)
 		return river.JobCancel(errGone)
 	}
 	start := w.Now()
@@ -154,15 +185,32 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if err := w.Store.AttemptRecord(ctx, a, start.Add(-DisableAfter)); err != nil {
 		return err
 	}
+	if errors.As(sendErr, new(refusedError)) {
+		w.count(MetricRefused)
+	} else {
+		w.count(a.Outcome)
+	}
 	return sendErr
 }
+
+func (w *Worker) count(outcome string) {
+	if w.Metrics != nil {
+		w.Metrics.WebhookEndpointDelivery(outcome)
+	}
+}
+
+// refusedError is an attempt the address guard stopped: the URL resolves
+// to a non-public address now.
+type refusedError struct{ error }
+
+func (e refusedError) Unwrap() error { return e.error }
 
 // send makes the request; a non-2xx answer is an error.
 func (w *Worker) send(ctx context.Context, t Target, at time.Time) (int, string, error) {
 	// DNS may have changed since creation; the dialer checks the address
 	// actually connected as well.
 	if err := w.Guard.CheckURL(ctx, t.Endpoint.URL); err != nil {
-		return 0, "refused: " + err.Error(), err
+		return 0, "refused: " + err.Error(), refusedError{err}
 	}
 	sig, err := w.sign(t, at)
 	if err != nil {
@@ -182,7 +230,7 @@ func (w *Worker) send(ctx context.Context, t Target, at time.Time) (int, string,
 	resp, err := w.client.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrAddressRefused) {
-			return 0, "refused: " + ErrAddressRefused.Error(), err
+			return 0, "refused: " + ErrAddressRefused.Error(), refusedError{err}
 		}
 		return 0, "no answer", err
 	}

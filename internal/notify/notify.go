@@ -74,6 +74,17 @@ func (e *Endpoint) View() any {
 	return v
 }
 
+// AdminView is the admin API's shape: the account beside the endpoint,
+// never a secret.
+func (e *Endpoint) AdminView() any {
+	v := e.View().(view)
+	v.Secret = nil
+	return struct {
+		view
+		AccountID string `json:"account_id"`
+	}{v, e.AccountID}
+}
+
 // Attempt is one HTTP attempt of a delivery.
 type Attempt struct {
 	ID         int64
@@ -131,6 +142,22 @@ type Store interface {
 	// Redeliver enqueues the event again to every enabled endpoint that
 	// takes it; ErrNotFound for an unknown event.
 	Redeliver(ctx context.Context, accountID, eventID string) error
+
+	// Admin reads and actions, across accounts.
+	EndpointListAll(ctx context.Context, after string, limit int) ([]*Endpoint, error)
+	// EventAccount is the account of an event; ErrNotFound for none.
+	EventAccount(ctx context.Context, eventID string) (string, error)
+	// RedeliverAudited is Redeliver for any account's event, with its audit
+	// entry in the same transaction; it returns the event's account.
+	RedeliverAudited(ctx context.Context, eventID string, a AuditEntry) (string, error)
+}
+
+// AuditEntry is an admin action on deliveries: who acted and why.
+type AuditEntry struct {
+	At     time.Time
+	Actor  string
+	Action string
+	Reason string
 }
 
 // Sealer encrypts signing secrets at rest (the account service's key).
@@ -344,6 +371,43 @@ func (s *Service) Redeliver(ctx context.Context, accountID, eventID string) erro
 		return payment.ErrNotFound
 	}
 	return s.store.Redeliver(ctx, accountID, eventID)
+}
+
+// AdminList pages every account's endpoints by id, or one account's.
+func (s *Service) AdminList(ctx context.Context, accountID, after string, limit int) ([]*Endpoint, error) {
+	if accountID != "" {
+		return s.store.EndpointList(ctx, accountID, after, limit)
+	}
+	return s.store.EndpointListAll(ctx, after, limit)
+}
+
+// AdminDeliveries lists the attempts to any account's endpoint, deleted
+// ones included.
+func (s *Service) AdminDeliveries(ctx context.Context, endpointID string, after int64, limit int) ([]Attempt, error) {
+	e, err := s.store.EndpointGetAny(ctx, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.AttemptsByEndpoint(ctx, e.AccountID, endpointID, after, limit)
+}
+
+// AdminEventDeliveries lists the attempts of any account's event.
+func (s *Service) AdminEventDeliveries(ctx context.Context, eventID string, after int64, limit int) ([]Attempt, error) {
+	accountID, err := s.store.EventAccount(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.AttemptsByEvent(ctx, accountID, eventID, after, limit)
+}
+
+// AdminRedeliver sends any account's event again to every enabled endpoint
+// that takes it, audited with actor and reason; it returns the event's
+// account.
+func (s *Service) AdminRedeliver(ctx context.Context, eventID, actor, reason string) (string, error) {
+	if !strings.HasPrefix(eventID, "evt_") {
+		return "", payment.ErrNotFound
+	}
+	return s.store.RedeliverAudited(ctx, eventID, AuditEntry{At: s.now().UTC(), Actor: actor, Action: "event.redeliver", Reason: reason})
 }
 
 // Matches reports whether an endpoint's enabled_events take a type.

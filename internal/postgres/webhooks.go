@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/dbsqlc"
@@ -55,7 +56,11 @@ func NewRiverWorker(db *DB, c RiverWorkerConfig) (*River, error) {
 		PollOnly:          c.PollOnly,
 		FetchPollInterval: c.PollEvery,
 		MaxAttempts:       notify.MaxAttempts,
-		Logger:            c.Logger,
+		// A job left running by a killed process is retried within about a
+		// minute (the rescuer runs every 30 s on the leader), not an hour.
+		JobTimeout:           notify.JobTimeout,
+		RescueStuckJobsAfter: notify.RescueAfter,
+		Logger:               c.Logger,
 	})
 }
 
@@ -226,6 +231,47 @@ func (s *WebhookStore) EndpointList(ctx context.Context, accountID, after string
 	return out, nil
 }
 
+func (s *WebhookStore) EndpointListAll(ctx context.Context, after string, limit int) ([]*notify.Endpoint, error) {
+	rows, err := s.db.q.WebhookEndpointListAll(ctx, dbsqlc.WebhookEndpointListAllParams{AfterID: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*notify.Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = endpointFromRow(r)
+	}
+	return out, nil
+}
+
+func (s *WebhookStore) EventAccount(ctx context.Context, eventID string) (string, error) {
+	id, err := s.db.q.EventAccount(ctx, eventID)
+	return id, translate(err)
+}
+
+// RedeliverAudited enqueues the event again for its matching endpoints and
+// records who asked and why, in one transaction; it returns the event's
+// account.
+func (s *WebhookStore) RedeliverAudited(ctx context.Context, eventID string, a notify.AuditEntry) (string, error) {
+	var accountID string
+	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		var err error
+		if accountID, err = q.EventAccount(ctx, eventID); err != nil {
+			return translate(err)
+		}
+		ev, err := q.EventGetForDelivery(ctx, dbsqlc.EventGetForDeliveryParams{AccountID: accountID, ID: eventID})
+		if err != nil {
+			return translate(err)
+		}
+		if err := q.WebhookAuditInsert(ctx, dbsqlc.WebhookAuditInsertParams{AccountID: accountID, EventID: eventID,
+			At: a.At, Actor: a.Actor, Action: a.Action, Reason: a.Reason, Details: []byte("{}")}); err != nil {
+			return translate(err)
+		}
+		return enqueueTx(ctx, s.db.river, tx, q, accountID, eventID, ev.Type)
+	})
+	return accountID, err
+}
+
 func (s *WebhookStore) EndpointUpdate(ctx context.Context, e *notify.Endpoint, now time.Time) (*notify.Endpoint, error) {
 	row, err := s.db.q.WebhookEndpointUpdate(ctx, dbsqlc.WebhookEndpointUpdateParams{
 		Url: e.URL, EnabledEvents: e.EnabledEvents, Description: e.Description, Status: e.Status,
@@ -381,4 +427,54 @@ func (s *WebhookStore) AttemptRecord(ctx context.Context, a notify.Attempt, disa
 		}
 		return enqueueTx(ctx, s.db.river, tx, q, ev.AccountID, ev.ID, ev.Type)
 	})
+}
+
+// pendingDeliveriesSQL is, per enabled endpoint, the age of its oldest
+// delivery job not yet done, the endpoints furthest behind first. Not in
+// sqlc: River's tables are created by River's migrations, not ours.
+const pendingDeliveriesSQL = `SELECT e.id, EXTRACT(EPOCH FROM ($1::timestamptz - MIN(j.created_at)))::float8
+FROM river_job j
+JOIN webhook_endpoints e ON e.id = j.args->>'endpoint_id'
+WHERE j.kind = 'webhook_delivery' AND j.state IN ('pending', 'available', 'scheduled', 'retryable', 'running')
+  AND e.status = 'enabled' AND e.deleted_at IS NULL
+GROUP BY e.id
+ORDER BY 2 DESC, e.id
+LIMIT $2`
+
+// DeliveryState reads the gauges of outbound deliveries as of now.
+func (s *WebhookStore) DeliveryState(ctx context.Context, now time.Time) (metrics.WebhookDeliveryState, error) {
+	st := metrics.WebhookDeliveryState{ByEndpoint: map[string]time.Duration{}, Disabled: map[string]int64{}}
+	rows, err := s.db.Pool.Query(ctx, pendingDeliveriesSQL, now, metrics.MaxEndpointSeries)
+	if err != nil {
+		return st, translate(err)
+	}
+	for rows.Next() {
+		var (
+			id   string
+			secs float64
+		)
+		if err := rows.Scan(&id, &secs); err != nil {
+			rows.Close()
+			return st, translate(err)
+		}
+		age := max(time.Duration(secs*float64(time.Second)), 0)
+		st.ByEndpoint[id] = age
+		st.OldestPending = max(st.OldestPending, age)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return st, translate(err)
+	}
+	counts, err := s.db.q.WebhookEndpointsDisabledCount(ctx)
+	if err != nil {
+		return st, translate(err)
+	}
+	for _, c := range counts {
+		reason := metrics.DisabledMerchant
+		if c.Failing {
+			reason = metrics.DisabledFailing
+		}
+		st.Disabled[reason] = c.N
+	}
+	return st, nil
 }

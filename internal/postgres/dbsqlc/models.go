@@ -171,6 +171,17 @@ type WebhookAttempt struct {
 	Response   string
 }
 
+type WebhookAuditLog struct {
+	ID        int64
+	AccountID string
+	EventID   string
+	At        time.Time
+	Actor     string
+	Action    string
+	Reason    string
+	Details   []byte
+}
+
 type WebhookDelivery struct {
 	AccountID  string
 	EventID    string

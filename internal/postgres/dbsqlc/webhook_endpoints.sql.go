@@ -10,6 +10,17 @@ import (
 	"time"
 )
 
+const eventAccount = `-- name: EventAccount :one
+SELECT account_id FROM events WHERE id = $1
+`
+
+func (q *Queries) EventAccount(ctx context.Context, id string) (string, error) {
+	row := q.db.QueryRow(ctx, eventAccount, id)
+	var account_id string
+	err := row.Scan(&account_id)
+	return account_id, err
+}
+
 const eventGetForDelivery = `-- name: EventGetForDelivery :one
 SELECT xid::text AS xid, seq, type, payload FROM events WHERE account_id = $1 AND id = $2
 `
@@ -165,6 +176,34 @@ func (q *Queries) WebhookAttemptsByEvent(ctx context.Context, arg WebhookAttempt
 		return nil, err
 	}
 	return items, nil
+}
+
+const webhookAuditInsert = `-- name: WebhookAuditInsert :exec
+INSERT INTO webhook_audit_log (account_id, event_id, at, actor, action, reason, details)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+`
+
+type WebhookAuditInsertParams struct {
+	AccountID string
+	EventID   string
+	At        time.Time
+	Actor     string
+	Action    string
+	Reason    string
+	Details   []byte
+}
+
+func (q *Queries) WebhookAuditInsert(ctx context.Context, arg WebhookAuditInsertParams) error {
+	_, err := q.db.Exec(ctx, webhookAuditInsert,
+		arg.AccountID,
+		arg.EventID,
+		arg.At,
+		arg.Actor,
+		arg.Action,
+		arg.Reason,
+		arg.Details,
+	)
+	return err
 }
 
 const webhookEndpointByCreateKey = `-- name: WebhookEndpointByCreateKey :one
@@ -466,6 +505,56 @@ func (q *Queries) WebhookEndpointList(ctx context.Context, arg WebhookEndpointLi
 	return items, nil
 }
 
+const webhookEndpointListAll = `-- name: WebhookEndpointListAll :many
+SELECT id, account_id, url, enabled_events, description, status, secret_enc, previous_secret_enc, previous_expires_at, create_key_hash, create_fingerprint, rotate_key_hash, failing_since, deleted_at, created_at, updated_at FROM webhook_endpoints
+WHERE deleted_at IS NULL AND id > $1::text
+ORDER BY id
+LIMIT $2
+`
+
+type WebhookEndpointListAllParams struct {
+	AfterID string
+	MaxRows int32
+}
+
+// Every account's endpoints, for the admin list.
+func (q *Queries) WebhookEndpointListAll(ctx context.Context, arg WebhookEndpointListAllParams) ([]WebhookEndpoint, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointListAll, arg.AfterID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEndpoint
+	for rows.Next() {
+		var i WebhookEndpoint
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Url,
+			&i.EnabledEvents,
+			&i.Description,
+			&i.Status,
+			&i.SecretEnc,
+			&i.PreviousSecretEnc,
+			&i.PreviousExpiresAt,
+			&i.CreateKeyHash,
+			&i.CreateFingerprint,
+			&i.RotateKeyHash,
+			&i.FailingSince,
+			&i.DeletedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookEndpointRotate = `-- name: WebhookEndpointRotate :one
 UPDATE webhook_endpoints
 SET previous_secret_enc = secret_enc, previous_expires_at = $1,
@@ -563,6 +652,40 @@ func (q *Queries) WebhookEndpointUpdate(ctx context.Context, arg WebhookEndpoint
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const webhookEndpointsDisabledCount = `-- name: WebhookEndpointsDisabledCount :many
+SELECT (failing_since IS NOT NULL)::bool AS failing, count(*) AS n
+FROM webhook_endpoints
+WHERE status = 'disabled' AND deleted_at IS NULL
+GROUP BY 1
+`
+
+type WebhookEndpointsDisabledCountRow struct {
+	Failing bool
+	N       int64
+}
+
+// For the disabled-endpoints gauge: failing_since is still set on an
+// endpoint the service disabled after its failing streak.
+func (q *Queries) WebhookEndpointsDisabledCount(ctx context.Context) ([]WebhookEndpointsDisabledCountRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointsDisabledCount)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEndpointsDisabledCountRow
+	for rows.Next() {
+		var i WebhookEndpointsDisabledCountRow
+		if err := rows.Scan(&i.Failing, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const webhookEndpointsEnabled = `-- name: WebhookEndpointsEnabled :many

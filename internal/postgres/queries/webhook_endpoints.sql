@@ -90,3 +90,25 @@ LIMIT @max_rows;
 -- The event as the feed serves it, with its position.
 -- name: EventGetForDelivery :one
 SELECT xid::text AS xid, seq, type, payload FROM events WHERE account_id = @account_id AND id = @id;
+
+-- For the disabled-endpoints gauge: failing_since is still set on an
+-- endpoint the service disabled after its failing streak.
+-- name: WebhookEndpointsDisabledCount :many
+SELECT (failing_since IS NOT NULL)::bool AS failing, count(*) AS n
+FROM webhook_endpoints
+WHERE status = 'disabled' AND deleted_at IS NULL
+GROUP BY 1;
+
+-- Every account's endpoints, for the admin list.
+-- name: WebhookEndpointListAll :many
+SELECT * FROM webhook_endpoints
+WHERE deleted_at IS NULL AND id > @after_id::text
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: EventAccount :one
+SELECT account_id FROM events WHERE id = @id;
+
+-- name: WebhookAuditInsert :exec
+INSERT INTO webhook_audit_log (account_id, event_id, at, actor, action, reason, details)
+VALUES (@account_id, @event_id, @at, @actor, @action, @reason, @details);
