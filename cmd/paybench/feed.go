@@ -51,20 +51,28 @@ func (c *client) events(ctx context.Context, after string) (feedPage, error) {
 // feedLag is what a consumer polling the feed all through a step saw: for
 // each event, how long after the service wrote it (its created_at, taken
 // before the commit) the feed first served it. It bounds the horizon's
-// wait (the oldest running transaction) plus one poll.
+// wait (the oldest running transaction) plus one poll. Only events served
+// while the consumer was at the head count: one page of 100 per poll can
+// fall behind a fast writer, and that backlog is the consumer's, not the
+// feed's.
 type feedLag struct {
-	lags   []time.Duration
+	lags []time.Duration
+	// behind counts events served while the consumer was catching up.
+	behind int
 	errors int
 }
 
 func (l feedLag) String() string {
 	if len(l.lags) == 0 {
-		return fmt.Sprintf("feed lag: no events (%d errors)", l.errors)
+		return fmt.Sprintf("feed lag: no events at the head (%d behind, %d errors)", l.behind, l.errors)
 	}
 	s := slices.Clone(l.lags)
 	slices.Sort(s)
 	out := fmt.Sprintf("feed lag p50 %.1f p99 %.1f max %.1f ms (%d events)",
 		ms(percentile(s, 0.50)), ms(percentile(s, 0.99)), ms(s[len(s)-1]), len(s))
+	if l.behind > 0 {
+		out += fmt.Sprintf(", %d more read behind the head", l.behind)
+	}
 	if l.errors > 0 {
 		out += fmt.Sprintf(", %d poll errors", l.errors)
 	}
@@ -92,6 +100,9 @@ func followFeed(c *client) (stop func() feedLag) {
 	go func() {
 		var l feedLag
 		defer func() { done <- l }()
+		// atHead: the last poll served everything visible, so what this
+		// one serves became visible since.
+		atHead := true
 		for ctx.Err() == nil {
 			p, err := c.events(ctx, cursor)
 			seen := time.Now()
@@ -102,10 +113,16 @@ func followFeed(c *client) (stop func() feedLag) {
 				continue
 			}
 			for _, e := range p.Data {
-				if at, err := time.Parse(time.RFC3339Nano, e.CreatedAt); err == nil {
+				at, err := time.Parse(time.RFC3339Nano, e.CreatedAt)
+				switch {
+				case err != nil:
+				case atHead:
 					l.lags = append(l.lags, seen.Sub(at))
+				default:
+					l.behind++
 				}
 			}
+			atHead = !p.HasMore
 			if p.NextCursor != "" {
 				cursor = p.NextCursor
 			}
