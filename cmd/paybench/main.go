@@ -340,7 +340,7 @@ func (b *bench) seed(ctx context.Context) error {
 		if _, err := b.db.Exec(ctx, query("SeedTenants"), b.cfg.seedTenants); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
-		for _, q := range []string{"SeedPayments", "SeedAttempts"} {
+		for _, q := range []string{"SeedPayments", "SeedAttempts", "SeedKeys"} {
 			if _, err := b.db.Exec(ctx, query(q), b.cfg.seedPayments, b.cfg.seedTenants); err != nil {
 				return fmt.Errorf("seed: %w", err)
 			}

@@ -18,7 +18,7 @@ func (b *bench) header() {
 	fmt.Fprintf(b.out, "postgres %s\n", b.settings)
 	fmt.Fprintf(b.out, "load average at start %s; the machine is shared, so figures are noisy\n", b.loadAvg)
 	fmt.Fprintf(b.out, "the service reaches PostgreSQL %s\n", b.svcDB)
-	fmt.Fprintf(b.out, "bench database seeded with %d other tenants and %d past payments with their attempts (%s); GET /metrics takes %s\n",
+	fmt.Fprintf(b.out, "bench database seeded with %d other tenants and %d past payments with their attempts and keys (%s); GET /metrics takes %s\n",
 		b.cfg.seedTenants, b.cfg.seedPayments, b.seeded.Round(100*time.Millisecond), b.scrape.Round(time.Millisecond))
 	fmt.Fprintf(b.out, "steps of %s after a %s warm-up, the bench database vacuumed before each; clients %v; database %s\n", b.cfg.duration, b.cfg.warmup, b.cfg.clients, b.dbName)
 	fmt.Fprintf(b.out, "cpu%% columns: share of one core used by the service (or minimal server) / PostgreSQL (its own processes and the bench database's sessions) / providersim / load generator (paybench, pgbench) / anything else, other people's work included; cpu/req: the first four per request\n")
