@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -121,7 +122,11 @@ func parseAfterID(r *http.Request) (int64, error) {
 	return n, nil
 }
 
-func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request, byEvent bool) {
+// attemptsFor lists the delivery attempts of the path's endpoint or event,
+// after the attempt id in starting_after.
+type attemptsFor func(ctx context.Context, id string, after int64, limit int) ([]notify.Attempt, error)
+
+func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request, list attemptsFor) {
 	limit, err := parseLimit(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -132,12 +137,7 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request, byEvent bo
 		s.writeError(w, r, err)
 		return
 	}
-	var as []notify.Attempt
-	if byEvent {
-		as, err = s.webhooks.EventDeliveries(r.Context(), accountFrom(r).ID, chi.URLParam(r, "id"), after, limit+1)
-	} else {
-		as, err = s.webhooks.Deliveries(r.Context(), accountFrom(r).ID, chi.URLParam(r, "id"), after, limit+1)
-	}
+	as, err := list(r.Context(), chi.URLParam(r, "id"), after, limit+1)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -150,11 +150,17 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request, byEvent bo
 }
 
 func (s *Server) listEndpointDeliveries(w http.ResponseWriter, r *http.Request) {
-	s.listAttempts(w, r, false)
+	account := accountFrom(r).ID
+	s.listAttempts(w, r, func(ctx context.Context, id string, after int64, limit int) ([]notify.Attempt, error) {
+		return s.webhooks.Deliveries(ctx, account, id, after, limit)
+	})
 }
 
 func (s *Server) listEventDeliveries(w http.ResponseWriter, r *http.Request) {
-	s.listAttempts(w, r, true)
+	account := accountFrom(r).ID
+	s.listAttempts(w, r, func(ctx context.Context, id string, after int64, limit int) ([]notify.Attempt, error) {
+		return s.webhooks.EventDeliveries(ctx, account, id, after, limit)
+	})
 }
 
 func (s *Server) redeliverEvent(w http.ResponseWriter, r *http.Request) {
@@ -199,40 +205,12 @@ func (s *Server) adminListWebhookEndpoints(w http.ResponseWriter, r *http.Reques
 	writeJSON(w, http.StatusOK, endpointList{list: l, NextCursor: cursor})
 }
 
-func (s *Server) adminListAttempts(w http.ResponseWriter, r *http.Request, byEvent bool) {
-	limit, err := parseLimit(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	after, err := parseAfterID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var as []notify.Attempt
-	if byEvent {
-		as, err = s.webhooks.AdminEventDeliveries(r.Context(), chi.URLParam(r, "id"), after, limit+1)
-	} else {
-		as, err = s.webhooks.AdminDeliveries(r.Context(), chi.URLParam(r, "id"), after, limit+1)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	views := make([]any, len(as))
-	for i, a := range as {
-		views[i] = a.View()
-	}
-	writeJSON(w, http.StatusOK, page(views, limit))
-}
-
 func (s *Server) adminListEndpointDeliveries(w http.ResponseWriter, r *http.Request) {
-	s.adminListAttempts(w, r, false)
+	s.listAttempts(w, r, s.webhooks.AdminDeliveries)
 }
 
 func (s *Server) adminListEventDeliveries(w http.ResponseWriter, r *http.Request) {
-	s.adminListAttempts(w, r, true)
+	s.listAttempts(w, r, s.webhooks.AdminEventDeliveries)
 }
 
 func (s *Server) adminRedeliverEvent(w http.ResponseWriter, r *http.Request) {
