@@ -197,9 +197,9 @@ func (s *PaymentStore) EventsAfter(ctx context.Context, accountID string, after 
 	}
 	out := make([]payment.FeedEvent, 0, len(rows))
 	for _, r := range rows {
-		x, err := strconv.ParseUint(r.Xid, 10, 64)
+		x, err := strconv.ParseUint(r.XidText, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: event xid %q: %w", r.Xid, err)
+			return nil, fmt.Errorf("postgres: event xid %q: %w", r.XidText, err)
 		}
 		out = append(out, payment.FeedEvent{Position: payment.FeedPosition{Xid: x, Seq: r.Seq}, Payload: r.Payload})
 	}

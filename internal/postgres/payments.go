@@ -384,7 +384,7 @@ func (s *PaymentStore) CountByStatus(ctx context.Context) (map[string]int64, err
 	}
 	out := make(map[string]int64, len(rows))
 	for _, r := range rows {
-		out[r.Status] = r.N
+		out[r.StatusText] = r.N
 	}
 	return out, nil
 }

@@ -348,7 +348,7 @@ func (s *WebhookStore) DeliveryTarget(ctx context.Context, a notify.DeliverArgs)
 	if err != nil {
 		return notify.Target{}, translate(err)
 	}
-	xid, err := strconv.ParseUint(ev.Xid, 10, 64)
+	xid, err := strconv.ParseUint(ev.XidText, 10, 64)
 	if err != nil {
 		return notify.Target{}, fmt.Errorf("postgres: event xid: %w", err)
 	}

@@ -150,11 +150,11 @@ func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error 
 }
 
 const eventListAfter = `-- name: EventListAfter :many
-SELECT xid::text AS xid, seq, payload FROM events
-WHERE account_id = $1
-  AND (xid, seq) > ($2::text::xid8, $3::bigint)
-  AND xid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY xid, seq
+SELECT e.xid::text AS xid_text, e.seq, e.payload FROM events e
+WHERE e.account_id = $1
+  AND (e.xid, e.seq) > ($2::text::xid8, $3::bigint)
+  AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY e.xid, e.seq
 LIMIT $4
 `
 
@@ -166,7 +166,7 @@ type EventListAfterParams struct {
 }
 
 type EventListAfterRow struct {
-	Xid     string
+	XidText string
 	Seq     int64
 	Payload []byte
 }
@@ -175,7 +175,9 @@ type EventListAfterRow struct {
 // every transaction below that horizon has ended, and any transaction yet
 // to write gets a larger xid, so nothing can appear before a position
 // served here. pg_current_snapshot() is this statement's snapshot, the one
-// the rows are read with.
+// the rows are read with. The position goes out as xid_text (pgx has no
+// xid8 type); ordering names e.xid, the xid8 column, since an output
+// column named xid would be ordered as text ("1010" < "763").
 func (q *Queries) EventListAfter(ctx context.Context, arg EventListAfterParams) ([]EventListAfterRow, error) {
 	rows, err := q.db.Query(ctx, eventListAfter,
 		arg.AccountID,
@@ -190,7 +192,7 @@ func (q *Queries) EventListAfter(ctx context.Context, arg EventListAfterParams) 
 	var items []EventListAfterRow
 	for rows.Next() {
 		var i EventListAfterRow
-		if err := rows.Scan(&i.Xid, &i.Seq, &i.Payload); err != nil {
+		if err := rows.Scan(&i.XidText, &i.Seq, &i.Payload); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -11,17 +11,17 @@ import (
 )
 
 const paymentCountByStatus = `-- name: PaymentCountByStatus :many
-SELECT status::text AS status, sum(n)::bigint AS n FROM (
+SELECT t.status::text AS status_text, sum(t.n)::bigint AS n FROM (
     SELECT c.status, c.n FROM payment_status_counts c
     UNION ALL
     SELECT d.status, d.delta::bigint FROM payment_status_deltas d
 ) AS t
-GROUP BY status
+GROUP BY t.status
 `
 
 type PaymentCountByStatusRow struct {
-	Status string
-	N      int64
+	StatusText string
+	N          int64
 }
 
 // The folded counts plus the deltas not folded yet: a few rows each, never
@@ -35,7 +35,7 @@ func (q *Queries) PaymentCountByStatus(ctx context.Context) ([]PaymentCountBySta
 	var items []PaymentCountByStatusRow
 	for rows.Next() {
 		var i PaymentCountByStatusRow
-		if err := rows.Scan(&i.Status, &i.N); err != nil {
+		if err := rows.Scan(&i.StatusText, &i.N); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -22,7 +22,7 @@ func (q *Queries) EventAccount(ctx context.Context, id string) (string, error) {
 }
 
 const eventGetForDelivery = `-- name: EventGetForDelivery :one
-SELECT xid::text AS xid, seq, type, payload FROM events WHERE account_id = $1 AND id = $2
+SELECT xid::text AS xid_text, seq, type, payload FROM events WHERE account_id = $1 AND id = $2
 `
 
 type EventGetForDeliveryParams struct {
@@ -31,7 +31,7 @@ type EventGetForDeliveryParams struct {
 }
 
 type EventGetForDeliveryRow struct {
-	Xid     string
+	XidText string
 	Seq     int64
 	Type    string
 	Payload []byte
@@ -42,7 +42,7 @@ func (q *Queries) EventGetForDelivery(ctx context.Context, arg EventGetForDelive
 	row := q.db.QueryRow(ctx, eventGetForDelivery, arg.AccountID, arg.ID)
 	var i EventGetForDeliveryRow
 	err := row.Scan(
-		&i.Xid,
+		&i.XidText,
 		&i.Seq,
 		&i.Type,
 		&i.Payload,

@@ -10,14 +10,16 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/acmepay/payments/internal/postgres/pgxid"
 )
 
 // Cluster is a throwaway PostgreSQL cluster of one test, which the test may
 // restart; the shared server is never restarted.
 type Cluster struct {
-	data, port, pgCtl string
-	asUser            []string // runuser prefix when running as root
-	log               string
+	data, port, pgCtl, sock string
+	asUser                  []string // runuser prefix when running as root
+	log                     string
 }
 
 // PrivateCluster initialises and starts a cluster in a temporary directory
@@ -42,7 +44,7 @@ func PrivateCluster(t *testing.T) *Cluster {
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	ln.Close()
-	c := &Cluster{data: filepath.Join(dir, "data"), port: port, pgCtl: pgCtl, log: filepath.Join(dir, "postgres.log")}
+	c := &Cluster{data: filepath.Join(dir, "data"), port: port, pgCtl: pgCtl, sock: dir, log: filepath.Join(dir, "postgres.log")}
 	if os.Geteuid() == 0 {
 		// initdb and postgres refuse to run as root.
 		c.asUser = []string{"runuser", "-u", "postgres", "--"}
@@ -53,12 +55,39 @@ func PrivateCluster(t *testing.T) *Cluster {
 	if err := c.run(initdb, "-D", c.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
 		t.Fatalf("initdb: %v", err)
 	}
-	if err := c.run(pgCtl, "-D", c.data, "-l", c.log, "-w", "-t", "60", "-o",
-		fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c max_connections=30", port, dir), "start"); err != nil {
-		t.Fatalf("pg_ctl start: %v", err)
-	}
+	c.start(t)
 	t.Cleanup(func() { _ = c.run(c.pgCtl, "-D", c.data, "-m", "immediate", "-w", "stop") })
 	return c
+}
+
+func (c *Cluster) start(t *testing.T) {
+	t.Helper()
+	if err := c.run(c.pgCtl, "-D", c.data, "-l", c.log, "-w", "-t", "60", "-o", c.opts(), "start"); err != nil {
+		t.Fatalf("pg_ctl start: %v", err)
+	}
+}
+
+func (c *Cluster) opts() string {
+	return fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c max_connections=30", c.port, c.sock)
+}
+
+// MoveXid moves the cluster's next transaction id (xid8) forward to next
+// (pgxid.Cluster.MoveTo). Sessions open on the cluster are cut.
+func (c *Cluster) MoveXid(t *testing.T, next uint64) {
+	t.Helper()
+	resetwal, err := findPGBin("pg_resetwal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := pgxid.Cluster{URL: c.URL(), DataDir: c.data, PgResetwal: resetwal, Run: c.run,
+		Stop: func() error { return c.run(c.pgCtl, "-D", c.data, "-m", "fast", "-w", "-t", "60", "stop") },
+		Start: func() error {
+			return c.run(c.pgCtl, "-D", c.data, "-l", c.log, "-w", "-t", "60", "-o", c.opts(), "start")
+		},
+	}
+	if err := px.MoveTo(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // URL is the cluster's postgres database.

@@ -15,13 +15,15 @@ VALUES (@id, @account_id, @payment_id, @type, @payload, @created_at);
 -- every transaction below that horizon has ended, and any transaction yet
 -- to write gets a larger xid, so nothing can appear before a position
 -- served here. pg_current_snapshot() is this statement's snapshot, the one
--- the rows are read with.
+-- the rows are read with. The position goes out as xid_text (pgx has no
+-- xid8 type); ordering names e.xid, the xid8 column, since an output
+-- column named xid would be ordered as text ("1010" < "763").
 -- name: EventListAfter :many
-SELECT xid::text AS xid, seq, payload FROM events
-WHERE account_id = @account_id
-  AND (xid, seq) > (sqlc.arg(after_xid)::text::xid8, sqlc.arg(after_seq)::bigint)
-  AND xid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY xid, seq
+SELECT e.xid::text AS xid_text, e.seq, e.payload FROM events e
+WHERE e.account_id = @account_id
+  AND (e.xid, e.seq) > (sqlc.arg(after_xid)::text::xid8, sqlc.arg(after_seq)::bigint)
+  AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY e.xid, e.seq
 LIMIT @max_rows;
 
 -- name: WebhookDeliveryInsert :one

@@ -50,12 +50,12 @@ WHERE id = @id;
 -- name: PaymentCountByStatus :many
 -- The folded counts plus the deltas not folded yet: a few rows each, never
 -- the payments table.
-SELECT status::text AS status, sum(n)::bigint AS n FROM (
+SELECT t.status::text AS status_text, sum(t.n)::bigint AS n FROM (
     SELECT c.status, c.n FROM payment_status_counts c
     UNION ALL
     SELECT d.status, d.delta::bigint FROM payment_status_deltas d
 ) AS t
-GROUP BY status;
+GROUP BY t.status;
 
 -- name: PaymentStatusCountsFold :exec
 -- One statement, so a concurrent count sees the deltas either still in

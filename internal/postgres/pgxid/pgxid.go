@@ -1,0 +1,253 @@
+// Package pgxid moves the next transaction id (xid8) of a private,
+// throwaway PostgreSQL cluster to just below a boundary that a fresh
+// cluster reaches only after months or years of traffic: a power of ten,
+// where the decimal form of an xid8 gets one digit longer (the events
+// feed's cursor carries it as text), or an epoch, where the 32-bit xid
+// wraps and the epoch in the upper half goes up by one.
+//
+// Never use it on a cluster that holds data of value: pg_resetwal rewrites
+// the control file.
+package pgxid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	// EpochSize is how many xid8 values one epoch spans: the 32-bit xid.
+	EpochSize = uint64(1) << 32
+	// firstNormal is the first 32-bit xid a transaction gets: 0, 1 and 2
+	// are reserved and skipped when the counter wraps.
+	firstNormal = 3
+	// xactsPerSegment: a pg_xact page (8 kB) holds 4 statuses a byte,
+	// and a segment file 32 pages.
+	xactsPerSegment = 8192 * 4 * 32
+	segmentBytes    = 8192 * 32
+)
+
+// Boundary is an xid8 value a cluster's next transaction id may cross.
+type Boundary struct {
+	Xid  uint64
+	Name string // "10^10" or "epoch 3"
+}
+
+func (b Boundary) String() string { return b.Name + " (" + strconv.FormatUint(b.Xid, 10) + ")" }
+
+// PowerOfTen is the boundary 10^n.
+func PowerOfTen(n int) Boundary {
+	x := uint64(1)
+	for range n {
+		x *= 10
+	}
+	return Boundary{Xid: x, Name: "10^" + strconv.Itoa(n)}
+}
+
+// Epoch is the boundary where epoch e begins.
+func Epoch(e uint64) Boundary {
+	return Boundary{Xid: e * EpochSize, Name: "epoch " + strconv.FormatUint(e, 10)}
+}
+
+// Pick chooses a boundary from seed: a power of ten from 10^5 to 10^12 or
+// the start of an epoch from 1 to 8.
+func Pick(seed uint64) Boundary {
+	if seed%2 == 0 {
+		return PowerOfTen(5 + int(seed/2%8))
+	}
+	return Epoch(1 + seed/2%8)
+}
+
+// Crossed lists the powers of ten and epoch starts in (from, to]: those an
+// xid8 counter that went from from to to has passed.
+func Crossed(from, to uint64) []Boundary {
+	var out []Boundary
+	for n := 1; n <= 19; n++ {
+		if b := PowerOfTen(n); from < b.Xid && b.Xid <= to {
+			out = append(out, b)
+		}
+	}
+	for e := from/EpochSize + 1; e <= to/EpochSize; e++ {
+		out = append(out, Epoch(e))
+	}
+	return out
+}
+
+// Freeze runs VACUUM FREEZE in every database of the server at serverURL,
+// template0 included. A tuple whose xmin is not frozen would change
+// meaning when the 32-bit xid counter jumps, and so would a table's
+// relfrozenxid: run it before Move, and again after the server has started
+// on the new xid, before anything else writes.
+func Freeze(ctx context.Context, serverURL string) error {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname <> 'template0' ORDER BY datname`)
+	if err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	// The connectable databases first: the first of them also freezes the
+	// shared catalogs, pg_database among them, so that the row the ALTER
+	// below writes is not older than pg_database's relfrozenxid, which
+	// right after a Move may lie in the 32-bit future.
+	for _, name := range names {
+		if err := freezeDatabase(ctx, serverURL, name); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.Exec(ctx, `ALTER DATABASE template0 ALLOW_CONNECTIONS true`); err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	if err := freezeDatabase(ctx, serverURL, "template0"); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `ALTER DATABASE template0 ALLOW_CONNECTIONS false`); err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	// The ALTERs wrote new pg_database rows: freeze that shared catalog once more.
+	if _, err := conn.Exec(ctx, `VACUUM FREEZE pg_database`); err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	return nil
+}
+
+func freezeDatabase(ctx context.Context, serverURL, name string) error {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	u.Path = "/" + name
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return fmt.Errorf("pgxid: connect to %s: %w", name, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "VACUUM FREEZE"); err != nil {
+		return fmt.Errorf("pgxid: vacuum freeze %s: %w", name, err)
+	}
+	return nil
+}
+
+// Cluster is a private cluster as MoveTo handles it.
+type Cluster struct {
+	URL        string // of a database on it
+	DataDir    string
+	PgResetwal string
+	// Stop stops it cleanly (pg_resetwal refuses an unclean data
+	// directory); Start starts it again.
+	Stop, Start func() error
+	// Run runs a program as the cluster's owner.
+	Run func(bin string, args ...string) error
+}
+
+// MoveTo moves the cluster's next transaction id (xid8) forward to next,
+// cutting every session. Tuples and relfrozenxid carry 32-bit xids, which
+// compare modulo 2^32: a jump of 2^31 or more would put them in the
+// future. So it goes in hops shorter than that, each one a Freeze, a stop,
+// a Move and a start, and freezes once more on arrival.
+func (c Cluster) MoveTo(ctx context.Context, next uint64) error {
+	for {
+		cur, err := Current(ctx, c.URL)
+		if err != nil {
+			return err
+		}
+		if next < cur {
+			return fmt.Errorf("pgxid: the cluster is at xid8 %d, past %d", cur, next)
+		}
+		if err := Freeze(ctx, c.URL); err != nil {
+			return err
+		}
+		if next == cur {
+			return nil
+		}
+		to := next
+		if (next-cur)%EpochSize >= EpochSize/2 {
+			to = cur + EpochSize/4
+		}
+		if err := c.Stop(); err != nil {
+			return fmt.Errorf("pgxid: stop: %w", err)
+		}
+		if err := Move(c.DataDir, c.PgResetwal, to, c.Run); err != nil {
+			return err
+		}
+		if err := c.Start(); err != nil {
+			return fmt.Errorf("pgxid: start: %w", err)
+		}
+	}
+}
+
+// Move sets the next transaction id of the cleanly stopped cluster in
+// dataDir to next with pg_resetwal -e/-x, run through run (as the
+// cluster's owner); MoveTo is the safe way to call it. pg_resetwal does
+// not create the pg_xact segment that holds next's status, which the
+// server reads at start: Move writes it, zeroed (no transaction of it has
+// a status yet), owned like its directory.
+func Move(dataDir, pgResetwal string, next uint64, run func(bin string, args ...string) error) error {
+	epoch, xid := next/EpochSize, next%EpochSize
+	if xid < firstNormal {
+		return fmt.Errorf("pgxid: xid8 %d: the low 32 bits must be at least %d", next, firstNormal)
+	}
+	dir := filepath.Join(dataDir, "pg_xact")
+	seg := filepath.Join(dir, fmt.Sprintf("%04X", xid/xactsPerSegment))
+	if err := createSegment(dir, seg); err != nil {
+		return err
+	}
+	if err := run(pgResetwal, "-e", strconv.FormatUint(epoch, 10), "-x", strconv.FormatUint(xid, 10), "-D", dataDir); err != nil {
+		return fmt.Errorf("pgxid: pg_resetwal: %w", err)
+	}
+	return nil
+}
+
+func createSegment(dir, seg string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	_, werr := f.Write(make([]byte, segmentBytes))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("pgxid: %w", werr)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		if err := os.Chown(seg, int(st.Uid), int(st.Gid)); err != nil {
+			return fmt.Errorf("pgxid: %w", err)
+		}
+	}
+	return nil
+}
+
+// Current is the server's next xid8 as a transaction would get it now.
+func Current(ctx context.Context, serverURL string) (uint64, error) {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return 0, fmt.Errorf("pgxid: %w", err)
+	}
+	defer conn.Close(ctx)
+	var s string
+	if err := conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text`).Scan(&s); err != nil {
+		return 0, fmt.Errorf("pgxid: %w", err)
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
