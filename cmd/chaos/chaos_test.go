@@ -70,6 +70,11 @@ func shortRun(t *testing.T, cfg chaos.Config) {
 	if rep.Lookups() == 0 {
 		t.Errorf("no attempt was settled by a lookup past its re-send window: key expiry was not exercised")
 	}
+	// The feed was read across a boundary of the xid8's decimal length or
+	// epoch, which a fresh cluster would not reach for a long time.
+	if !rep.Xid.CrossedPlanned() {
+		t.Errorf("the run's xid8 did not cross the boundary its cluster was moved below: %s", rep.Xid)
+	}
 	if rep.Revocations == 0 || rep.Refused.FirstSends+rep.Refused.Resends == 0 {
 		t.Errorf("%d revocations, %d sends refused: credential rotation was not exercised",
 			rep.Revocations, rep.Refused.FirstSends+rep.Refused.Resends)

@@ -22,7 +22,6 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +32,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/notify"
+	"github.com/acmepay/payments/internal/postgres/pgxid"
 	"github.com/acmepay/payments/internal/provider/providersim"
 )
 
@@ -73,10 +73,13 @@ type Config struct {
 	// leaves the service; default 4s.
 	KeyWindow time.Duration
 	Short     bool
-	// PrivatePostgres runs a throwaway cluster and restarts it once during
-	// the run. Without it the run's database lives on the shared server,
-	// which is never restarted.
-	PrivatePostgres bool
+	// The run's database lives on a private cluster whose next xid8 starts
+	// just below a boundary chosen by Seed (a power of ten or an epoch);
+	// RestartPostgres restarts that cluster once during the run.
+	// SharedPostgres puts it on the shared server instead (TEST_DATABASE_URL
+	// or scripts/pg.sh url), which is neither moved nor restarted.
+	RestartPostgres bool
+	SharedPostgres  bool
 	// Keep leaves the database and the work directory (binaries, logs).
 	Keep bool
 	// Pooler, when set, returns the URL through which the replicas reach
@@ -185,43 +188,13 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	paymentsBin, simBin := filepath.Join(binDir, "payments"), filepath.Join(binDir, "providersim")
 
 	// The database server, and whether this run may restart it.
-	var (
-		server string
-		pg     *privatePostgres
-	)
-	if cfg.PrivatePostgres {
-		pgDir := filepath.Join(work, "pg")
-		// The cluster's owner (postgres, when this runs as root) must reach it.
-		if err := os.Chmod(work, 0o711); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(pgDir, 0o755); err != nil {
-			return nil, err
-		}
-		pgLog, err := os.Create(filepath.Join(logDir, "pg_ctl.log"))
-		if err != nil {
-			return nil, err
-		}
-		defer pgLog.Close()
-		if pg, err = startPrivatePostgres(ctx, pgDir, pgLog); err != nil {
-			return nil, err
-		}
-		defer pg.stop()
-		server = pg.url()
-		say("private PostgreSQL started on 127.0.0.1:%s; it will be restarted once (immediate shutdown)", pg.port)
-	} else if cfg.Server != "" {
-		server = cfg.Server
-		rep.PGSkipped = "the run's server is the one given (a failover formation); it is failed over instead"
-	} else {
-		if server, err = serverURL(ctx, root); err != nil {
-			return nil, err
-		}
-		host := server
-		if u, perr := url.Parse(server); perr == nil {
-			host = u.Host
-		}
-		rep.PGSkipped = fmt.Sprintf("the run uses the PostgreSQL server at %s, which this program did not start and others share; -private-pg runs a private cluster and restarts it", host)
-		say("postgres restart skipped: %s", rep.PGSkipped)
+	server, pg, stopServer, err := setupServer(ctx, cfg, rep, root, work, logDir, say)
+	defer stopServer()
+	if err != nil {
+		return nil, err
+	}
+	if rep.Xid.Start, err = pgxid.Current(ctx, server); err != nil {
+		return nil, err
 	}
 	dbName, dbURL, err := createDatabase(ctx, server)
 	if err != nil {
@@ -432,7 +405,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 					say("failover: the standby accepts writes %s after the primary stopped", rep.FailoverPromoted.Round(10*time.Millisecond))
 					continue
 				}
-				if pg == nil {
+				if pg == nil || !cfg.RestartPostgres {
 					continue
 				}
 				say("restarting PostgreSQL (immediate shutdown)")
@@ -516,7 +489,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	waited := time.Now()
 	var feed []string
 	for {
-		again, err := shop.feed(ctx, urls[0], acct.APIKey)
+		again, err := shop.feed(ctx, urls[0], acct.APIKey, 100)
 		if err != nil {
 			stopAwait()
 			return rep, err
@@ -533,6 +506,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	stopAwait()
 	got, bad := shop.snapshot()
 	say("merchant webhooks: %d events in the feed, %d ids received, waited %s", len(feed), len(got), time.Since(waited).Round(time.Second))
+	stored, reads, err := readFeeds(ctx, shop, urls[0], acct.APIKey, dbURL, acct.ID)
+	if err != nil {
+		return rep, err
+	}
+	if rep.Xid.End, err = pgxid.Current(ctx, server); err != nil {
+		return rep, err
+	}
+	rep.Xid.Crossed = pgxid.Crossed(rep.Xid.Start, rep.Xid.End)
+	say("xid8: %s", rep.Xid)
 
 	// The figures.
 	intents, err := simIntents(ctx, ctl, sim.url(), secretKey)
@@ -558,6 +540,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	rep.check(intents, st, fleet)
 	rep.checkMerchant(feed, got, bad)
+	rep.checkFeed(stored, reads)
 	rep.checkRaces(reqs)
 	rep.checkResends(reqs, keys)
 	rep.checkNoEffect(reqs, intents, st)

@@ -35,6 +35,12 @@ type Report struct {
 	// Merchant is the service's webhooks to the merchant's endpoint: its
 	// Lost and BadSignatures are invariants, its Duplicates allowed.
 	Merchant merchantTally
+	// Feed is the events feed read to its end at several page sizes
+	// against the events stored: its Errors are invariants.
+	Feed feedTally
+	// Xid is where the server's xid8 went: the run's private cluster
+	// starts just below a boundary.
+	Xid xidTally
 
 	Traffic    tally
 	Webhooks   webhookTally
@@ -78,7 +84,8 @@ type Report struct {
 func (r *Report) Violations() int {
 	return r.DoubleCharges + r.LostPayments + r.Phantoms + r.AmountMismatches + r.Lies +
 		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected + r.BothSent +
-		r.LateResends + r.FalseNoEffect + r.NotRecovered + r.Merchant.Lost + r.Merchant.BadSignatures
+		r.LateResends + r.FalseNoEffect + r.NotRecovered + r.Merchant.Lost + r.Merchant.BadSignatures +
+		r.Feed.Errors()
 }
 
 // Lookups is the number of attempts settled by a lookup past their window.
@@ -416,6 +423,7 @@ func (r *Report) Print(w io.Writer) {
 		r.FalseNoEffect, codeAuthentication, codeNoEffect, codeNotFound)
 	line("lost webhooks", "%d (events of the feed never delivered to the merchant's endpoint; bad signatures %d)",
 		r.Merchant.Lost, r.Merchant.BadSignatures)
+	line("feed errors", "%s", r.Feed)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)
 	line("client operations", "captures %d, cancels %d, refunds %d; capture-vs-cancel races %d, double full refunds %d",
@@ -447,6 +455,7 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		line("postgres restarts", "%d (immediate shutdown of the private cluster, then start)", r.PGRestarts)
 	}
+	line("xid8", "%s", r.Xid)
 	if r.Failovers > 0 {
 		line("failover", "%d (primary stopped immediately, standby writable %s later); first successful create %s after the stop; "+
 			"%d requests failed in between (5xx or transport errors, all retried); recovered: %v",

@@ -242,3 +242,33 @@ func TestCheckMerchant(t *testing.T) {
 		t.Errorf("the report does not show the lost event and the duplicates:\n%s", out.String())
 	}
 }
+
+// TestCheckFeed: an event the feed did not serve at some page size, or
+// served twice, is a violation; each read is held against the events
+// stored, not against another read.
+func TestCheckFeed(t *testing.T) {
+	stored := []string{"evt_a", "evt_b", "evt_c", "evt_d"}
+	var r Report
+	r.checkFeed(stored, map[int][]string{1: stored, 3: stored, 100: stored})
+	if r.Feed.Errors() != 0 || r.Violations() != 0 || r.Feed.Served[3] != 4 {
+		t.Fatalf("a feed that served every event once: %+v, %d violations", r.Feed, r.Violations())
+	}
+
+	r = Report{}
+	r.checkFeed(stored, map[int][]string{
+		1:   {"evt_a", "evt_b", "evt_c", "evt_d"},
+		3:   {"evt_a", "evt_c", "evt_d"},          // evt_b lost across a page
+		100: {"evt_a", "evt_b", "evt_b", "evt_d"}, // evt_b twice, evt_c lost
+	})
+	if r.Feed.Missed != 2 || r.Feed.Repeated != 1 || r.Violations() != 3 {
+		t.Fatalf("missed %d (want 2), repeated %d (want 1), violations %d (want 3)", r.Feed.Missed, r.Feed.Repeated, r.Violations())
+	}
+	var out strings.Builder
+	r.Print(&out)
+	if !strings.Contains(out.String(), "feed errors:           3 (4 events stored;") || !strings.Contains(out.String(), "FAIL: 3 violations") {
+		t.Errorf("the report does not show the feed errors:\n%s", out.String())
+	}
+	if !strings.Contains(strings.Join(r.Samples, "\n"), "at limit 3 event evt_b is stored but was never served") {
+		t.Errorf("samples %q do not name the lost event", r.Samples)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/acmepay/payments/internal/postgres/pgxid"
 )
 
 // moduleRoot finds the directory of go.mod from the working directory up.
@@ -156,8 +158,9 @@ func (p *proc) kill() { p.signal(syscall.SIGKILL, 10*time.Second) }
 // stop is a graceful stop: SIGTERM drains in-flight requests.
 func (p *proc) stop() { p.signal(syscall.SIGTERM, 15*time.Second) }
 
-// privatePostgres is a throwaway cluster this program initialises, starts,
-// restarts once and removes. Only such a cluster is ever restarted.
+// privatePostgres is a throwaway cluster this program initialises, starts
+// just below an xid8 boundary, maybe restarts once, and removes. Only such
+// a cluster is ever restarted.
 type privatePostgres struct {
 	dir    string
 	data   string
@@ -175,7 +178,7 @@ func findPGBin(name string) (string, error) {
 	if len(matches) > 0 {
 		return matches[len(matches)-1], nil
 	}
-	return "", fmt.Errorf("chaos: %s not found (install PostgreSQL or drop -private-pg)", name)
+	return "", fmt.Errorf("chaos: %s not found: the run needs the PostgreSQL server programs for its private cluster (or -shared-pg)", name)
 }
 
 // startPrivatePostgres initialises a cluster under dir and starts it on a
@@ -211,11 +214,21 @@ func startPrivatePostgres(ctx context.Context, dir string, log io.Writer) (*priv
 	if err := pg.run(ctx, initdb, "-D", pg.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
 		return nil, fmt.Errorf("chaos: initdb: %w", err)
 	}
-	opts := fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100", port, dir)
-	if err := pg.run(ctx, pgCtl, "-D", pg.data, "-l", filepath.Join(dir, "postgres.log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
-		return nil, fmt.Errorf("chaos: pg_ctl start: %w", err)
+	if err := pg.start(ctx); err != nil {
+		return nil, err
 	}
 	return pg, nil
+}
+
+func (pg *privatePostgres) start(ctx context.Context) error {
+	if err := pg.run(ctx, pg.pgCtl, "-D", pg.data, "-l", filepath.Join(pg.dir, "postgres.log"), "-w", "-t", "60", "-o", pg.opts(), "start"); err != nil {
+		return fmt.Errorf("chaos: pg_ctl start: %w", err)
+	}
+	return nil
+}
+
+func (pg *privatePostgres) opts() string {
+	return fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100", pg.port, pg.dir)
 }
 
 func (pg *privatePostgres) url() string {
@@ -229,6 +242,24 @@ func (pg *privatePostgres) run(ctx context.Context, bin string, args ...string) 
 	cmd.Stdout, cmd.Stderr = pg.log, pg.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd.Run()
+}
+
+// moveXid moves the cluster's next transaction id forward to next, before
+// the run's database exists (pgxid).
+func (pg *privatePostgres) moveXid(ctx context.Context, next uint64) error {
+	resetwal, err := findPGBin("pg_resetwal")
+	if err != nil {
+		return err
+	}
+	run := func(bin string, args ...string) error { return pg.run(ctx, bin, args...) }
+	c := pgxid.Cluster{URL: pg.url(), DataDir: pg.data, PgResetwal: resetwal, Run: run,
+		Stop:  func() error { return run(pg.pgCtl, "-D", pg.data, "-m", "fast", "-w", "-t", "60", "stop") },
+		Start: func() error { return pg.start(ctx) },
+	}
+	if err := c.MoveTo(ctx, next); err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	return nil
 }
 
 // restart is a crash and recovery: immediate shutdown (no checkpoint), then

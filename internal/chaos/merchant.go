@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -94,11 +95,11 @@ func (m *merchant) register(ctx context.Context, base, apiKey string) error {
 	}
 }
 
-// feed reads every event id of the account's events feed.
-func (m *merchant) feed(ctx context.Context, base, apiKey string) ([]string, error) {
+// feed reads every event id of the account's events feed, limit a page.
+func (m *merchant) feed(ctx context.Context, base, apiKey string, limit int) ([]string, error) {
 	var ids []string
 	for after := ""; ; {
-		q := url.Values{"limit": {"100"}}
+		q := url.Values{"limit": {strconv.Itoa(limit)}}
 		if after != "" {
 			q.Set("after", after)
 		}
