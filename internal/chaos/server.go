@@ -92,21 +92,22 @@ func setupServer(ctx context.Context, cfg Config, rep *Report, root, work, logDi
 	if err != nil {
 		return "", nil, stop, err
 	}
-	if pg, err = startPrivatePostgres(ctx, pgDir, pgLog); err != nil {
+	private, err := startPrivatePostgres(ctx, pgDir, pgLog)
+	if err != nil {
 		pgLog.Close()
 		return "", nil, stop, err
 	}
-	stop = func() { pg.stop(); pgLog.Close() }
+	stop = func() { private.stop(); pgLog.Close() }
 	b := pgxid.Pick(cfg.Seed)
 	rep.Xid.Planned = b
-	if err := pg.moveXid(ctx, b.Xid-xidsBelow); err != nil {
+	if err := private.moveXid(ctx, b.Xid-xidsBelow); err != nil {
 		return "", nil, stop, err
 	}
-	say("private PostgreSQL on 127.0.0.1:%s, its next xid8 moved to %d, %d below %s", pg.port, b.Xid-xidsBelow, xidsBelow, b)
+	say("private PostgreSQL on 127.0.0.1:%s, its next xid8 moved to %d, %d below %s", private.port, b.Xid-xidsBelow, xidsBelow, b)
 	if cfg.RestartPostgres {
 		say("it will be restarted once (immediate shutdown)")
 	} else {
 		rep.PGSkipped = "-restart-pg restarts the run's private cluster once"
 	}
-	return pg.url(), pg, stop, nil
+	return private.url(), private, stop, nil
 }
