@@ -11,7 +11,6 @@ package pgxid
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -193,8 +192,8 @@ func (c Cluster) MoveTo(ctx context.Context, next uint64) error {
 // dataDir to next with pg_resetwal -e/-x, run through run (as the
 // cluster's owner); MoveTo is the safe way to call it. pg_resetwal does
 // not create the pg_xact segment that holds next's status, which the
-// server reads at start: Move writes it, zeroed (no transaction of it has
-// a status yet), owned like its directory.
+// server reads at start: Move writes it, or the missing rest of it, zeroed
+// (no transaction there has a status yet), owned like its directory.
 func Move(dataDir, pgResetwal string, next uint64, run func(bin string, args ...string) error) error {
 	epoch, xid := next/EpochSize, next%EpochSize
 	if xid < firstNormal {
@@ -211,27 +210,30 @@ func Move(dataDir, pgResetwal string, next uint64, run func(bin string, args ...
 	return nil
 }
 
+// createSegment makes seg a whole segment: a new one zeroed, or one the
+// server has written only the first pages of (its pages are added as
+// they are reached) extended with zeroed pages.
 func createSegment(dir, seg string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("pgxid: %w", err)
 	}
-	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return nil
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("pgxid: %w", err)
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() < segmentBytes {
+		err = f.Truncate(segmentBytes)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("pgxid: %w", err)
 	}
-	_, werr := f.Write(make([]byte, segmentBytes))
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return fmt.Errorf("pgxid: %w", werr)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		if err := os.Chown(seg, int(st.Uid), int(st.Gid)); err != nil {
+	if owner, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		if err := os.Chown(seg, int(owner.Uid), int(owner.Gid)); err != nil {
 			return fmt.Errorf("pgxid: %w", err)
 		}
 	}

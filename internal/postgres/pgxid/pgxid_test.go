@@ -1,7 +1,10 @@
 package pgxid
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -40,5 +43,31 @@ func TestPick(t *testing.T) {
 	}
 	if kinds[true] == 0 || kinds[false] == 0 {
 		t.Errorf("the seeds pick epochs %d times, powers of ten %d times: want both", kinds[true], kinds[false])
+	}
+}
+
+// TestCreateSegment: a missing segment is written whole and zeroed; one the
+// server wrote only the first page of (initdb's 0000) keeps that page and
+// gets the rest, which the server reads when the next xid lands there.
+func TestCreateSegment(t *testing.T) {
+	dir := t.TempDir()
+	fresh := filepath.Join(dir, "0FFF")
+	if err := createSegment(dir, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(fresh); err != nil || len(b) != segmentBytes || bytes.Count(b, []byte{0}) != segmentBytes {
+		t.Fatalf("new segment: %d bytes, err %v", len(b), err)
+	}
+	short := filepath.Join(dir, "0000")
+	page := bytes.Repeat([]byte{0x55}, 8192) // committed statuses
+	if err := os.WriteFile(short, page, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := createSegment(dir, short); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(short)
+	if err != nil || len(b) != segmentBytes || !bytes.Equal(b[:8192], page) || bytes.Count(b[8192:], []byte{0}) != segmentBytes-8192 {
+		t.Fatalf("extended segment: %d bytes, first page kept %v, err %v", len(b), bytes.Equal(b[:min(len(b), 8192)], page), err)
 	}
 }
