@@ -31,6 +31,8 @@ const (
 	// and a segment file 32 pages.
 	xactsPerSegment = 8192 * 4 * 32
 	segmentBytes    = 8192 * 32
+	// maxHop is the most MoveTo moves the 32-bit xid at once.
+	maxHop = EpochSize / 4
 )
 
 // Boundary is an xid8 value a cluster's next transaction id may cross.
@@ -155,8 +157,11 @@ type Cluster struct {
 // MoveTo moves the cluster's next transaction id (xid8) forward to next,
 // cutting every session. Tuples and relfrozenxid carry 32-bit xids, which
 // compare modulo 2^32: a jump of 2^31 or more would put them in the
-// future. So it goes in hops shorter than that, each one a Freeze, a stop,
-// a Move and a start, and freezes once more on arrival.
+// future, and one close to that would make the frozen horizons old enough
+// for the server to refuse writes (its wraparound stop limit). So it goes
+// in hops of at most 2^30 of the 32-bit xid (the epoch jumps for free),
+// each a Freeze, a stop, a Move and a start, and freezes once more on
+// arrival.
 func (c Cluster) MoveTo(ctx context.Context, next uint64) error {
 	for {
 		cur, err := Current(ctx, c.URL)
@@ -172,10 +177,7 @@ func (c Cluster) MoveTo(ctx context.Context, next uint64) error {
 		if next == cur {
 			return nil
 		}
-		to := next
-		if (next-cur)%EpochSize >= EpochSize/2 {
-			to = cur + EpochSize/4
-		}
+		to := nextHop(cur, next)
 		if err := c.Stop(); err != nil {
 			return fmt.Errorf("pgxid: stop: %w", err)
 		}
@@ -186,6 +188,14 @@ func (c Cluster) MoveTo(ctx context.Context, next uint64) error {
 			return fmt.Errorf("pgxid: start: %w", err)
 		}
 	}
+}
+
+// nextHop is where MoveTo moves from cur on its way to next.
+func nextHop(cur, next uint64) uint64 {
+	if (next-cur)%EpochSize > maxHop {
+		return cur + maxHop
+	}
+	return next
 }
 
 // Move sets the next transaction id of the cleanly stopped cluster in

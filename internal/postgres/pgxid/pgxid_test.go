@@ -71,3 +71,22 @@ func TestCreateSegment(t *testing.T) {
 		t.Fatalf("extended segment: %d bytes, first page kept %v, err %v", len(b), bytes.Equal(b[:min(len(b), 8192)], page), err)
 	}
 }
+
+// TestNextHop: from a fresh cluster to any boundary Pick chooses, no hop
+// moves the 32-bit xid by more than 2^30, and at most four hops arrive.
+func TestNextHop(t *testing.T) {
+	for seed := range uint64(16) {
+		next := Pick(seed).Xid - 500
+		cur, hops := uint64(730), 0
+		for cur != next {
+			to := nextHop(cur, next)
+			if d := (to - cur) % EpochSize; d > EpochSize/4 || to > next || to <= cur {
+				t.Fatalf("seed %d: hop from %d to %d (32-bit distance %d) on the way to %d", seed, cur, to, d, next)
+			}
+			cur, hops = to, hops+1
+		}
+		if hops > 4 {
+			t.Errorf("seed %d: %d hops to %d", seed, hops, next)
+		}
+	}
+}
