@@ -124,6 +124,7 @@ const (
 	AmountCapturedMismatch DiscrepancyKind = "amount_captured_mismatch"
 	AmountRefundedMismatch DiscrepancyKind = "amount_refunded_mismatch"
 	Disputed               DiscrepancyKind = "disputed"
+	MissingAtProvider      DiscrepancyKind = "missing_at_provider"
 	PaidAtProviderNotHere  DiscrepancyKind = "paid_at_provider_not_here"
 	StatusMismatch         DiscrepancyKind = "status_mismatch"
 )
@@ -136,6 +137,8 @@ func (e DiscrepancyKind) Valid() bool {
 	case AmountRefundedMismatch:
 		return true
 	case Disputed:
+		return true
+	case MissingAtProvider:
 		return true
 	case PaidAtProviderNotHere:
 		return true
@@ -188,6 +191,51 @@ const (
 func (e DiscrepancyListObject) Valid() bool {
 	switch e {
 	case DiscrepancyListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscrepancyResolutionAction.
+const (
+	DiscrepancyResolutionActionAdoptProviderState DiscrepancyResolutionAction = "adopt_provider_state"
+	DiscrepancyResolutionActionNote               DiscrepancyResolutionAction = "note"
+	DiscrepancyResolutionActionRefund             DiscrepancyResolutionAction = "refund"
+)
+
+// Valid indicates whether the value is a known member of the DiscrepancyResolutionAction enum.
+func (e DiscrepancyResolutionAction) Valid() bool {
+	switch e {
+	case DiscrepancyResolutionActionAdoptProviderState:
+		return true
+	case DiscrepancyResolutionActionNote:
+		return true
+	case DiscrepancyResolutionActionRefund:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscrepancyResolutionStatus.
+const (
+	DiscrepancyResolutionStatusFailed     DiscrepancyResolutionStatus = "failed"
+	DiscrepancyResolutionStatusProcessing DiscrepancyResolutionStatus = "processing"
+	DiscrepancyResolutionStatusSucceeded  DiscrepancyResolutionStatus = "succeeded"
+	DiscrepancyResolutionStatusUnknown    DiscrepancyResolutionStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the DiscrepancyResolutionStatus enum.
+func (e DiscrepancyResolutionStatus) Valid() bool {
+	switch e {
+	case DiscrepancyResolutionStatusFailed:
+		return true
+	case DiscrepancyResolutionStatusProcessing:
+		return true
+	case DiscrepancyResolutionStatusSucceeded:
+		return true
+	case DiscrepancyResolutionStatusUnknown:
 		return true
 	default:
 		return false
@@ -1010,20 +1058,27 @@ type Discrepancy struct {
 	AccountId string `json:"account_id"`
 
 	// FirstSeenAt Example: 2025-01-31T12:00:00.000000Z
-	FirstSeenAt Timestamp       `json:"first_seen_at"`
-	Id          string          `json:"id"`
-	Kind        DiscrepancyKind `json:"kind"`
+	FirstSeenAt Timestamp `json:"first_seen_at"`
+	Id          string    `json:"id"`
+
+	// Kind `missing_at_provider`: the provider has no object for a payment
+	// we recorded with one.
+	Kind DiscrepancyKind `json:"kind"`
 
 	// LastCheckedAt Example: 2025-01-31T12:00:00.000000Z
 	LastCheckedAt Timestamp              `json:"last_checked_at"`
 	Object        DiscrepancyObject      `json:"object"`
 	Ours          map[string]interface{} `json:"ours"`
 	PaymentId     string                 `json:"payment_id"`
-	Status        DiscrepancyStatus      `json:"status"`
-	Theirs        map[string]interface{} `json:"theirs"`
+
+	// Resolution Null until an action was taken.
+	Resolution *DiscrepancyResolution `json:"resolution"`
+	Status     DiscrepancyStatus      `json:"status"`
+	Theirs     map[string]interface{} `json:"theirs"`
 }
 
-// DiscrepancyKind defines model for Discrepancy.Kind.
+// DiscrepancyKind `missing_at_provider`: the provider has no object for a payment
+// we recorded with one.
 type DiscrepancyKind string
 
 // DiscrepancyObject defines model for Discrepancy.Object.
@@ -1044,6 +1099,26 @@ type DiscrepancyList struct {
 
 // DiscrepancyListObject defines model for DiscrepancyList.Object.
 type DiscrepancyListObject string
+
+// DiscrepancyResolution The action taken on a discrepancy. `status`: `processing` or
+// `unknown` while its refund is in flight (the discrepancy stays open
+// and held), `succeeded`, or `failed` (the provider refused the
+// refund; the discrepancy is open and may be resolved again).
+type DiscrepancyResolution struct {
+	Action DiscrepancyResolutionAction `json:"action"`
+	Actor  string                      `json:"actor"`
+
+	// At Example: 2025-01-31T12:00:00.000000Z
+	At       Timestamp                   `json:"at"`
+	RefundId *string                     `json:"refund_id,omitempty"`
+	Status   DiscrepancyResolutionStatus `json:"status"`
+}
+
+// DiscrepancyResolutionAction defines model for DiscrepancyResolution.Action.
+type DiscrepancyResolutionAction string
+
+// DiscrepancyResolutionStatus defines model for DiscrepancyResolution.Status.
+type DiscrepancyResolutionStatus string
 
 // Dispute A customer's dispute (chargeback) of a payment, as the provider reported it.
 type Dispute struct {
@@ -1333,8 +1408,8 @@ type ResolveDiscrepancyRequest struct {
 	// Action `note`: record that it was seen, change nothing.
 	// `adopt_provider_state`: make the payment say what the provider says,
 	// audited and with its event. `refund`: return what the provider still
-	// holds through the normal refund path (adopting the provider's state
-	// first when ours does not show the money taken).
+	// holds through the payment's refund path; the payment records the
+	// provider's state only once the refund succeeded.
 	Action ResolveDiscrepancyRequestAction `json:"action"`
 	Actor  string                          `json:"actor"`
 	Reason string                          `json:"reason"`
@@ -1343,8 +1418,8 @@ type ResolveDiscrepancyRequest struct {
 // ResolveDiscrepancyRequestAction `note`: record that it was seen, change nothing.
 // `adopt_provider_state`: make the payment say what the provider says,
 // audited and with its event. `refund`: return what the provider still
-// holds through the normal refund path (adopting the provider's state
-// first when ours does not show the money taken).
+// holds through the payment's refund path; the payment records the
+// provider's state only once the refund succeeded.
 type ResolveDiscrepancyRequestAction string
 
 // StuckPayment A payment in the admin stuck list, with `needs_attention`.
@@ -2566,9 +2641,15 @@ type ClientInterface interface {
 	// AdminResolveDiscrepancyWithBody Resolve a discrepancy
 	//
 	// Closes an open discrepancy with an action, audited on the payment
-	// with actor and reason. A `refund` is made under a client key derived
-	// from the discrepancy, so it happens once whatever the
-	// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+	// with actor and reason. The resolve holds the discrepancy for the
+	// whole resolution: of two resolves racing on one discrepancy exactly
+	// one acts, and the other gets `409 invalid_state` having made no
+	// provider call; so does a resolve of a resolved discrepancy, or of one
+	// whose refund is still in doubt. A `refund` goes through the payment's
+	// refund path, once per discrepancy; the payment keeps its state until
+	// the refund succeeded, and only then records what the provider showed
+	// (for `paid_at_provider_not_here`: `captured` with the provider's
+	// captured amount and `amount_refunded` equal to the refund).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2578,9 +2659,15 @@ type ClientInterface interface {
 	// AdminResolveDiscrepancy Resolve a discrepancy
 	//
 	// Closes an open discrepancy with an action, audited on the payment
-	// with actor and reason. A `refund` is made under a client key derived
-	// from the discrepancy, so it happens once whatever the
-	// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+	// with actor and reason. The resolve holds the discrepancy for the
+	// whole resolution: of two resolves racing on one discrepancy exactly
+	// one acts, and the other gets `409 invalid_state` having made no
+	// provider call; so does a resolve of a resolved discrepancy, or of one
+	// whose refund is still in doubt. A `refund` goes through the payment's
+	// refund path, once per discrepancy; the payment keeps its state until
+	// the refund succeeded, and only then records what the provider showed
+	// (for `paid_at_provider_not_here`: `captured` with the provider's
+	// captured amount and `amount_refunded` equal to the refund).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3086,9 +3173,15 @@ func (c *Client) AdminGetDiscrepancy(ctx context.Context, id string, params *Adm
 // AdminResolveDiscrepancyWithBody Resolve a discrepancy
 //
 // Closes an open discrepancy with an action, audited on the payment
-// with actor and reason. A `refund` is made under a client key derived
-// from the discrepancy, so it happens once whatever the
-// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+// with actor and reason. The resolve holds the discrepancy for the
+// whole resolution: of two resolves racing on one discrepancy exactly
+// one acts, and the other gets `409 invalid_state` having made no
+// provider call; so does a resolve of a resolved discrepancy, or of one
+// whose refund is still in doubt. A `refund` goes through the payment's
+// refund path, once per discrepancy; the payment keeps its state until
+// the refund succeeded, and only then records what the provider showed
+// (for `paid_at_provider_not_here`: `captured` with the provider's
+// captured amount and `amount_refunded` equal to the refund).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3108,9 +3201,15 @@ func (c *Client) AdminResolveDiscrepancyWithBody(ctx context.Context, id string,
 // AdminResolveDiscrepancy Resolve a discrepancy
 //
 // Closes an open discrepancy with an action, audited on the payment
-// with actor and reason. A `refund` is made under a client key derived
-// from the discrepancy, so it happens once whatever the
-// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+// with actor and reason. The resolve holds the discrepancy for the
+// whole resolution: of two resolves racing on one discrepancy exactly
+// one acts, and the other gets `409 invalid_state` having made no
+// provider call; so does a resolve of a resolved discrepancy, or of one
+// whose refund is still in doubt. A `refund` goes through the payment's
+// refund path, once per discrepancy; the payment keeps its state until
+// the refund succeeded, and only then records what the provider showed
+// (for `paid_at_provider_not_here`: `captured` with the provider's
+// captured amount and `amount_refunded` equal to the refund).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6181,9 +6280,15 @@ type ClientWithResponsesInterface interface {
 	// AdminResolveDiscrepancyWithBodyWithResponse Resolve a discrepancy
 	//
 	// Closes an open discrepancy with an action, audited on the payment
-	// with actor and reason. A `refund` is made under a client key derived
-	// from the discrepancy, so it happens once whatever the
-	// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+	// with actor and reason. The resolve holds the discrepancy for the
+	// whole resolution: of two resolves racing on one discrepancy exactly
+	// one acts, and the other gets `409 invalid_state` having made no
+	// provider call; so does a resolve of a resolved discrepancy, or of one
+	// whose refund is still in doubt. A `refund` goes through the payment's
+	// refund path, once per discrepancy; the payment keeps its state until
+	// the refund succeeded, and only then records what the provider showed
+	// (for `paid_at_provider_not_here`: `captured` with the provider's
+	// captured amount and `amount_refunded` equal to the refund).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6193,9 +6298,15 @@ type ClientWithResponsesInterface interface {
 	// AdminResolveDiscrepancyWithResponse Resolve a discrepancy
 	//
 	// Closes an open discrepancy with an action, audited on the payment
-	// with actor and reason. A `refund` is made under a client key derived
-	// from the discrepancy, so it happens once whatever the
-	// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+	// with actor and reason. The resolve holds the discrepancy for the
+	// whole resolution: of two resolves racing on one discrepancy exactly
+	// one acts, and the other gets `409 invalid_state` having made no
+	// provider call; so does a resolve of a resolved discrepancy, or of one
+	// whose refund is still in doubt. A `refund` goes through the payment's
+	// refund path, once per discrepancy; the payment keeps its state until
+	// the refund succeeded, and only then records what the provider showed
+	// (for `paid_at_provider_not_here`: `captured` with the provider's
+	// captured amount and `amount_refunded` equal to the refund).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6987,6 +7098,12 @@ type AdminResolveDiscrepancyResponse200Headers struct {
 	XRequestId         *string
 }
 
+// AdminResolveDiscrepancyResponse202Headers the declared response headers of an HTTP 202 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse202Headers struct {
+	IdempotentReplayed *string
+	XRequestId         *string
+}
+
 // AdminResolveDiscrepancyResponse400Headers the declared response headers of an HTTP 400 response for AdminResolveDiscrepancy
 type AdminResolveDiscrepancyResponse400Headers struct {
 	XRequestId *string
@@ -7039,6 +7156,8 @@ type AdminResolveDiscrepancyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Discrepancy
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Discrepancy
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -7059,6 +7178,8 @@ type AdminResolveDiscrepancyResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AdminResolveDiscrepancyResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *AdminResolveDiscrepancyResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *AdminResolveDiscrepancyResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -7082,6 +7203,11 @@ type AdminResolveDiscrepancyResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r AdminResolveDiscrepancyResponse) GetJSON200() *Discrepancy {
 	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r AdminResolveDiscrepancyResponse) GetJSON202() *Discrepancy {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -10524,9 +10650,15 @@ func (c *ClientWithResponses) AdminGetDiscrepancyWithResponse(ctx context.Contex
 // AdminResolveDiscrepancyWithBodyWithResponse Resolve a discrepancy
 //
 // Closes an open discrepancy with an action, audited on the payment
-// with actor and reason. A `refund` is made under a client key derived
-// from the discrepancy, so it happens once whatever the
-// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+// with actor and reason. The resolve holds the discrepancy for the
+// whole resolution: of two resolves racing on one discrepancy exactly
+// one acts, and the other gets `409 invalid_state` having made no
+// provider call; so does a resolve of a resolved discrepancy, or of one
+// whose refund is still in doubt. A `refund` goes through the payment's
+// refund path, once per discrepancy; the payment keeps its state until
+// the refund succeeded, and only then records what the provider showed
+// (for `paid_at_provider_not_here`: `captured` with the provider's
+// captured amount and `amount_refunded` equal to the refund).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10542,9 +10674,15 @@ func (c *ClientWithResponses) AdminResolveDiscrepancyWithBodyWithResponse(ctx co
 // AdminResolveDiscrepancyWithResponse Resolve a discrepancy
 //
 // Closes an open discrepancy with an action, audited on the payment
-// with actor and reason. A `refund` is made under a client key derived
-// from the discrepancy, so it happens once whatever the
-// Idempotency-Key. An already resolved discrepancy is `409 invalid_state`.
+// with actor and reason. The resolve holds the discrepancy for the
+// whole resolution: of two resolves racing on one discrepancy exactly
+// one acts, and the other gets `409 invalid_state` having made no
+// provider call; so does a resolve of a resolved discrepancy, or of one
+// whose refund is still in doubt. A `refund` goes through the payment's
+// refund path, once per discrepancy; the payment keeps its state until
+// the refund succeeded, and only then records what the provider showed
+// (for `paid_at_provider_not_here`: `captured` with the provider's
+// captured amount and `amount_refunded` equal to the refund).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11626,6 +11764,13 @@ func ParseAdminResolveDiscrepancyResponse(rsp *http.Response) (*AdminResolveDisc
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Discrepancy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11709,6 +11854,23 @@ func ParseAdminResolveDiscrepancyResponse(rsp *http.Response) (*AdminResolveDisc
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers AdminResolveDiscrepancyResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers AdminResolveDiscrepancyResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

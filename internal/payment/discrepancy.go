@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/provider"
 )
 
@@ -22,16 +20,18 @@ const (
 	KindStatusMismatch DiscrepancyKind = "status_mismatch"
 	// KindPaidAtProviderNotHere: ours failed, canceled or declined, the
 	// provider's paid: money taken, order not fulfilled.
-	KindPaidAtProviderNotHere  DiscrepancyKind   = "paid_at_provider_not_here"
-	KindAmountCapturedMismatch DiscrepancyKind   = "amount_captured_mismatch"
-	KindAmountRefundedMismatch DiscrepancyKind   = "amount_refunded_mismatch"
-	KindDisputed               DiscrepancyKind   = "disputed"
-	defaultAuditBatch                            = 100
-	defaultAuditWindow                           = 72 * time.Hour
-	maxDiscrepancyListLimit                      = 100
-	discrepancyRefundKeyPrefix                   = "discrepancy:"
-	discrepancyStatusOpen      DiscrepancyStatus = "open"
-	discrepancyStatusResolved  DiscrepancyStatus = "resolved"
+	KindPaidAtProviderNotHere  DiscrepancyKind = "paid_at_provider_not_here"
+	KindAmountCapturedMismatch DiscrepancyKind = "amount_captured_mismatch"
+	KindAmountRefundedMismatch DiscrepancyKind = "amount_refunded_mismatch"
+	KindDisputed               DiscrepancyKind = "disputed"
+	// KindMissingAtProvider: we recorded the payment with a provider
+	// object, and the provider has none.
+	KindMissingAtProvider     DiscrepancyKind   = "missing_at_provider"
+	defaultAuditBatch                           = 100
+	defaultAuditWindow                          = 72 * time.Hour
+	maxDiscrepancyListLimit                     = 100
+	discrepancyStatusOpen     DiscrepancyStatus = "open"
+	discrepancyStatusResolved DiscrepancyStatus = "resolved"
 )
 
 // DiscrepancyStatus is open until an operator resolves it.
@@ -70,6 +70,48 @@ type Discrepancy struct {
 	Status        DiscrepancyStatus
 	FirstSeenAt   time.Time
 	LastCheckedAt time.Time
+	// ClaimKeyHash and ClaimedUntil: the resolve (by its key's hash) that
+	// holds the discrepancy while it asks the provider.
+	ClaimKeyHash []byte
+	ClaimedUntil *time.Time
+	// Resolution is the action taken, nil until one was.
+	Resolution *DiscrepancyResolution
+	// Adopt is what the provider showed when a refund was sent for it
+	// (providerShown), recorded on the payment when the refund succeeds.
+	Adopt json.RawMessage
+}
+
+// DiscrepancyResolution is the action an operator took on a discrepancy. Status is
+// processing or unknown while a refund is in flight, then succeeded or
+// failed.
+type DiscrepancyResolution struct {
+	Action   ResolveAction
+	RefundID string
+	Status   string
+	Actor    string
+	Reason   string
+	At       time.Time
+}
+
+// Resolution statuses.
+const (
+	ResolutionProcessing = "processing"
+	ResolutionUnknown    = "unknown"
+	ResolutionSucceeded  = "succeeded"
+	ResolutionFailed     = "failed"
+)
+
+// held reports whether a refund sent for the discrepancy is in flight.
+func (d *Discrepancy) held() bool {
+	return d.Resolution != nil && (d.Resolution.Status == ResolutionProcessing || d.Resolution.Status == ResolutionUnknown)
+}
+
+type resolutionJSON struct {
+	Action   ResolveAction `json:"action"`
+	RefundID string        `json:"refund_id,omitempty"`
+	Status   string        `json:"status"`
+	Actor    string        `json:"actor"`
+	At       string        `json:"at"`
 }
 
 // MarshalJSON renders the public discrepancy object.
@@ -85,8 +127,17 @@ func (d *Discrepancy) MarshalJSON() ([]byte, error) {
 		Status        DiscrepancyStatus `json:"status"`
 		FirstSeenAt   string            `json:"first_seen_at"`
 		LastCheckedAt string            `json:"last_checked_at"`
+		Resolution    *resolutionJSON   `json:"resolution"`
 	}{d.ID, "discrepancy", d.PaymentID, d.AccountID, d.Kind, d.Ours, d.Theirs, d.Status,
-		FormatTime(d.FirstSeenAt), FormatTime(d.LastCheckedAt)})
+		FormatTime(d.FirstSeenAt), FormatTime(d.LastCheckedAt), d.resolutionJSON()})
+}
+
+func (d *Discrepancy) resolutionJSON() *resolutionJSON {
+	r := d.Resolution
+	if r == nil {
+		return nil
+	}
+	return &resolutionJSON{Action: r.Action, RefundID: r.RefundID, Status: r.Status, Actor: r.Actor, At: FormatTime(r.At)}
 }
 
 // DiscrepancyQuery selects a page of discrepancies, by id.
@@ -108,6 +159,10 @@ type DiscrepancyStore interface {
 	DiscrepancyGet(ctx context.Context, id string) (*Discrepancy, error)
 	DiscrepancyList(ctx context.Context, q DiscrepancyQuery) ([]*Discrepancy, error)
 	DiscrepancyCountOpen(ctx context.Context) (int64, error)
+	// DiscrepancyClaim claims an open discrepancy for the resolve whose
+	// key hashes to keyHash, until a time; ErrNotFound when it is resolved,
+	// holds a refund in flight, or another resolve's claim is live.
+	DiscrepancyClaim(ctx context.Context, id string, keyHash []byte, until, now time.Time) (*Discrepancy, error)
 }
 
 // DiscrepancyTx is what resolving needs of a transaction beyond Tx.
@@ -116,6 +171,13 @@ type DiscrepancyTx interface {
 	// DiscrepancyResolve closes an open discrepancy; ErrNotFound when it is
 	// not open.
 	DiscrepancyResolve(ctx context.Context, id, actor string, action ResolveAction, now time.Time) (*Discrepancy, error)
+	// DiscrepancyStartRefund records the refund a resolve sent (status
+	// processing) and what the provider showed; it ends the claim.
+	DiscrepancyStartRefund(ctx context.Context, id string, r DiscrepancyResolution, adopt []byte, reason string) (*Discrepancy, error)
+	// DiscrepancyByRefund locks the discrepancy a refund was sent for;
+	// ErrNotFound for any other refund.
+	DiscrepancyByRefund(ctx context.Context, refundID string) (*Discrepancy, error)
+	DiscrepancySetResolutionStatus(ctx context.Context, id, status string) (*Discrepancy, error)
 }
 
 // DiscrepancyConfig wires the audit.
@@ -226,6 +288,10 @@ type AuditSummary struct {
 	// Skipped: payments the provider could not be asked about, or with an
 	// operation still in flight; the next pass tries again.
 	Skipped int `json:"skipped"`
+	// LookupsFailed: refund or dispute lookups that failed; only the kind
+	// each would have proved is left unchecked for the payment, until the
+	// next pass.
+	LookupsFailed int `json:"lookups_failed"`
 }
 
 // Audit compares every final payment changed within since (0: the
@@ -283,6 +349,11 @@ func (d *Discrepancies) auditOne(ctx context.Context, accts map[string]Account, 
 	if err != nil {
 		return err
 	}
+	for kind, lerr := range st.failed {
+		sum.LookupsFailed++
+		d.log.WarnContext(ctx, "audit: lookup failed; the kind is checked again on the next pass", slog.String("payment_id", p.ID),
+			slog.String("kind", string(kind)), slog.String("error", lerr.Error()))
+	}
 	now := d.s.clock()
 	for _, f := range compare(p, st) {
 		ours, err := json.Marshal(f.ours)
@@ -316,12 +387,23 @@ type providerState struct {
 	intent   *provider.Intent // nil: the provider has no intent for it
 	refunded int64            // succeeded and pending refunds
 	disputes []provider.Dispute
+	// failed holds the lookups that could not be made, by the kind each
+	// would have proved: nothing is concluded about those kinds.
+	failed map[DiscrepancyKind]error
+}
+
+// proved reports whether the lookups behind a kind succeeded.
+func (st providerState) proved(k DiscrepancyKind) bool {
+	_, bad := st.failed[k]
+	return !bad
 }
 
 // fetch asks the provider for the intent, its refunds and its disputes,
-// each call paced by the token bucket and bounded by PROVIDER_TIMEOUT.
+// each call paced by the token bucket and bounded by PROVIDER_TIMEOUT. Only
+// a failed intent lookup is an error; a failed refund or dispute lookup is
+// recorded in failed and the rest is still reported.
 func (d *Discrepancies) fetch(ctx context.Context, acct Account, p *Payment) (providerState, error) {
-	var st providerState
+	st := providerState{failed: map[DiscrepancyKind]error{}}
 	call := func(f func(ctx context.Context) error) error {
 		if err := d.bucket.wait(ctx); err != nil {
 			return err
@@ -339,7 +421,8 @@ func (d *Discrepancies) fetch(ctx context.Context, acct Account, p *Payment) (pr
 		return err
 	})
 	if errors.Is(err, provider.ErrNotFound) {
-		return providerState{}, nil
+		st.intent = nil
+		return st, nil
 	}
 	if err != nil || st.intent.AmountReceived == 0 {
 		return st, err
@@ -354,13 +437,22 @@ func (d *Discrepancies) fetch(ctx context.Context, acct Account, p *Payment) (pr
 		return err
 	})
 	if err != nil {
-		return st, err
+		if ctx.Err() != nil {
+			return st, ctx.Err()
+		}
+		st.failed[KindAmountRefundedMismatch], st.refunded = err, 0
 	}
 	err = call(func(ctx context.Context) (err error) {
 		st.disputes, err = d.s.provider.ListDisputes(ctx, acct.Credentials, st.intent.ID)
 		return err
 	})
-	return st, err
+	if err != nil {
+		if ctx.Err() != nil {
+			return st, ctx.Err()
+		}
+		st.failed[KindDisputed], st.disputes = err, nil
+	}
+	return st, nil
 }
 
 // found is one difference.
@@ -387,7 +479,13 @@ func intentStatus(in *provider.Intent) Status {
 func compare(p *Payment, st providerState) []found {
 	in := st.intent
 	if in == nil {
-		return nil
+		if p.ProviderPaymentID == "" {
+			// Never recorded with a provider object: nothing to miss.
+			return nil
+		}
+		return []found{{KindMissingAtProvider,
+			map[string]any{"status": p.Status, "provider_payment_id": p.ProviderPaymentID},
+			map[string]any{"found": false}}}
 	}
 	var out []found
 	theirs := intentStatus(in)
@@ -405,7 +503,7 @@ func compare(p *Payment, st providerState) []found {
 		out = append(out, found{KindAmountCapturedMismatch,
 			map[string]any{"amount_captured": p.AmountCaptured}, map[string]any{"amount_captured": in.AmountReceived}})
 	}
-	if p.Status == StatusCaptured && st.refunded != p.AmountRefunded {
+	if p.Status == StatusCaptured && st.proved(KindAmountRefundedMismatch) && st.refunded != p.AmountRefunded {
 		out = append(out, found{KindAmountRefundedMismatch,
 			map[string]any{"amount_refunded": p.AmountRefunded}, map[string]any{"amount_refunded": st.refunded}})
 	}
@@ -420,161 +518,6 @@ func compare(p *Payment, st providerState) []found {
 			map[string]any{"disputes": nonNilDisputes(p.Disputes)}, map[string]any{"disputes": contested}})
 	}
 	return out
-}
-
-// ResolveRequest is an operator's resolve request.
-type ResolveRequest struct {
-	Actor  string
-	Reason string
-	Action ResolveAction
-}
-
-// Resolve closes a discrepancy with an action, once per Idempotency-Key:
-// note records it; adopt_provider_state makes the payment say what the
-// provider says now (audited, with its event); refund returns what the
-// provider still holds through the normal refund path, under a client key
-// derived from the discrepancy so two operators can never refund it twice.
-// The answer is the resolved discrepancy.
-func (d *Discrepancies) Resolve(ctx context.Context, key, id string, r ResolveRequest) (idempotency.Response, error) {
-	switch r.Action {
-	case ResolveAdopt, ResolveRefund, ResolveNote:
-	default:
-		return idempotency.Response{}, fieldError("action", "must be adopt_provider_state, refund or note")
-	}
-	dsc, err := d.store.DiscrepancyGet(ctx, id)
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	acct, err := d.accounts.Payer(ctx, dsc.AccountID)
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	op := idempotency.OpAdminResolve
-	fp, err := idempotency.Fingerprint(op, struct {
-		DiscrepancyID string        `json:"discrepancy_id"`
-		Action        ResolveAction `json:"action"`
-		Actor         string        `json:"actor"`
-		Reason        string        `json:"reason"`
-	}{id, r.Action, r.Actor, r.Reason})
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
-	if rec, err := d.s.store.KeyGet(ctx, scope); err == nil {
-		if dec := idempotency.Decide(rec, fp, d.s.clock()); dec != idempotency.Recover {
-			return d.answer(ctx, rec, dec, id)
-		}
-	} else if !errors.Is(err, ErrNotFound) {
-		return idempotency.Response{}, err
-	}
-	if dsc.Status != DiscrepancyOpen {
-		return idempotency.Response{}, Errorf(CodeInvalidState, "the discrepancy is already resolved")
-	}
-
-	var st providerState
-	details := map[string]any{"discrepancy_id": dsc.ID, "kind": string(dsc.Kind), "resolution": string(r.Action)}
-	if r.Action != ResolveNote {
-		p, err := d.s.store.PaymentGet(ctx, acct.ID, dsc.PaymentID)
-		if err != nil {
-			return idempotency.Response{}, err
-		}
-		if st, err = d.fetch(ctx, acct, p); err != nil {
-			return idempotency.Response{}, Errorf(CodeUnavailable, "the provider could not be asked about the payment")
-		}
-		if st.intent == nil {
-			return idempotency.Response{}, Errorf(CodeInvalidState, "the provider has no payment for this discrepancy")
-		}
-	}
-	if r.Action == ResolveRefund {
-		refund, err := d.refund(ctx, acct, dsc, st, r)
-		if err != nil {
-			return idempotency.Response{}, err
-		}
-		details["refund_id"], details["refund_status"] = refund.ID, refund.Status
-	}
-
-	var (
-		resp  idempotency.Response
-		known *idempotency.Record
-		dec   idempotency.Decision
-	)
-	err = d.s.store.WithTx(ctx, func(tx Tx) error {
-		now := d.s.clock()
-		keyID, reserved, err := tx.KeyReserve(ctx, Reservation{Scope: scope, Fingerprint: fp,
-			LeaseUntil: now.Add(d.s.lease), PaymentID: dsc.PaymentID, Now: now})
-		if err != nil {
-			return err
-		}
-		if !reserved {
-			rec, err := tx.KeyLock(ctx, scope)
-			if err != nil {
-				return err
-			}
-			if dec = idempotency.Decide(rec, fp, now); dec != idempotency.Recover {
-				known = &rec
-				return nil
-			}
-			keyID = rec.ID
-		}
-		dtx, ok := tx.(DiscrepancyTx)
-		if !ok {
-			return errors.New("payment: the store cannot resolve discrepancies")
-		}
-		cur, err := dtx.DiscrepancyLock(ctx, id)
-		if err != nil {
-			return err
-		}
-		if cur.Status != DiscrepancyOpen {
-			return Errorf(CodeInvalidState, "the discrepancy is already resolved")
-		}
-		p, err := tx.PaymentLock(ctx, acct.ID, dsc.PaymentID)
-		if err != nil {
-			return err
-		}
-		if r.Action == ResolveAdopt {
-			if err := d.adopt(ctx, tx, p, dsc.Kind, st, r, details, now); err != nil {
-				return err
-			}
-		}
-		if err := tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now,
-			Actor: r.Actor, Action: "discrepancy.resolved", Reason: r.Reason, Details: details}); err != nil {
-			return err
-		}
-		res, err := dtx.DiscrepancyResolve(ctx, id, r.Actor, r.Action, now)
-		if err != nil {
-			return err
-		}
-		body, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		resp = idempotency.Response{Status: http.StatusOK, Body: body}
-		return tx.KeyComplete(ctx, keyID, resp.Status, resp.Body, now)
-	})
-	if errors.Is(err, ErrLiveOrderConflict) {
-		return idempotency.Response{}, Errorf(CodeInvalidState, "the order has another live payment; the provider's state cannot be adopted")
-	}
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	if known != nil {
-		return d.answer(ctx, *known, dec, id)
-	}
-	d.s.metrics.Idempotency(op, "new")
-	return resp, nil
-}
-
-func (d *Discrepancies) answer(ctx context.Context, rec idempotency.Record, dec idempotency.Decision, id string) (idempotency.Response, error) {
-	if dec != idempotency.ReplayCurrent {
-		return d.s.answer(ctx, rec, dec)
-	}
-	d.s.metrics.Idempotency(rec.Scope.Operation, "replayed")
-	cur, err := d.store.DiscrepancyGet(ctx, id)
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	body, err := json.Marshal(cur)
-	return idempotency.Response{Status: http.StatusOK, Body: body, Replayed: true}, err
 }
 
 // adopt makes the payment say what the provider says about the
@@ -634,54 +577,4 @@ func (d *Discrepancies) adopt(ctx context.Context, tx Tx, p *Payment, kind Discr
 		return d.s.changed(ctx, tx, p, "", from, r.Actor, "discrepancy.adopt_provider_state", r.Reason, details)
 	}
 	return d.s.changed(ctx, tx, p, event, "", r.Actor, "discrepancy.adopt_provider_state", r.Reason, details)
-}
-
-// refundAnswer is the part of a refund response the audit trail keeps.
-type refundAnswer struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-}
-
-// refund returns what the provider still holds. When our record does not
-// show the payment captured (or shows less than the provider), the
-// provider's state is adopted first, audited, so the refund fits; then the
-// normal refund path runs under the key derived from the discrepancy.
-func (d *Discrepancies) refund(ctx context.Context, acct Account, dsc *Discrepancy, st providerState, r ResolveRequest) (refundAnswer, error) {
-	in := st.intent
-	amount := in.AmountReceived - st.refunded
-	if intentStatus(in) != StatusCaptured || amount <= 0 {
-		return refundAnswer{}, Errorf(CodeInvalidState, "the provider holds nothing to refund for this payment")
-	}
-	err := d.s.store.WithTx(ctx, func(tx Tx) error {
-		now := d.s.clock()
-		p, err := tx.PaymentLock(ctx, acct.ID, dsc.PaymentID)
-		if err != nil {
-			return err
-		}
-		details := map[string]any{"discrepancy_id": dsc.ID, "kind": string(dsc.Kind), "before": "refund"}
-		switch {
-		case p.Status != StatusCaptured:
-			return d.adopt(ctx, tx, p, KindPaidAtProviderNotHere, st, r, details, now)
-		case p.AmountCaptured != in.AmountReceived:
-			return d.adopt(ctx, tx, p, KindAmountCapturedMismatch, st, r, details, now)
-		case p.AmountRefunded != st.refunded:
-			return d.adopt(ctx, tx, p, KindAmountRefundedMismatch, st, r, details, now)
-		}
-		return nil
-	})
-	if errors.Is(err, ErrLiveOrderConflict) {
-		return refundAnswer{}, Errorf(CodeInvalidState, "the order has another live payment; refund this one at the provider")
-	}
-	if err != nil {
-		return refundAnswer{}, err
-	}
-	resp, err := d.s.Refund(withActor(ctx, r.Actor), acct, discrepancyRefundKeyPrefix+dsc.ID, dsc.PaymentID, amount)
-	if err != nil {
-		return refundAnswer{}, err
-	}
-	var ans refundAnswer
-	if err := json.Unmarshal(resp.Body, &ans); err != nil {
-		return refundAnswer{}, err
-	}
-	return ans, nil
 }

@@ -18,15 +18,43 @@ type work struct {
 	scope     idempotency.Scope
 	payment   *Payment
 	attempt   *Attempt
+	render    renderer
 }
 
 // starter runs in transaction 1 for a new key: it checks the payment's
 // state under its lock and writes the attempt the key will refer to. A nil
-// attempt means nothing is to be sent: the key completes at once with 200
-// and the payment.
+// attempt means nothing is to be sent: the key completes at once with the
+// flow's answer (200 and the payment by default).
 type starter func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error)
 
-// execute is the idempotent shape of every mutation:
+// renderer answers a mutation in the payment's current state, in the
+// transaction that completes its key; a nil attempt: nothing was sent.
+type renderer func(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error)
+
+// flow is one mutation on the idempotent path every mutation takes.
+type flow struct {
+	scope     idempotency.Scope
+	fp        []byte
+	paymentID string
+	// ahead names the reads start makes first, which travel with the
+	// reservation.
+	ahead ReadAhead
+	start starter
+	// prepare runs for a key not seen before, outside any transaction and
+	// before the key is reserved: what start needs to know first. Nil: none.
+	prepare func(ctx context.Context) error
+	// render answers; nil: the payment, or the attempt's operation.
+	render renderer
+	// current answers a key whose response was purged; nil: the payment.
+	current func(ctx context.Context, rec idempotency.Record) (idempotency.Response, error)
+}
+
+// execute runs a mutation of a payment on the idempotent path.
+func (s *Service) execute(ctx context.Context, acct Account, scope idempotency.Scope, fp []byte, paymentID string, ahead ReadAhead, start starter) (idempotency.Response, error) {
+	return s.executeFlow(ctx, acct, flow{scope: scope, fp: fp, paymentID: paymentID, ahead: ahead, start: start})
+}
+
+// executeFlow is the idempotent shape of every mutation:
 //
 //  1. a known key is answered by one indexed read when it needs no recovery;
 //  2. transaction 1 reserves the key under its unique constraint and starts
@@ -38,89 +66,121 @@ type starter func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptI
 //  4. transaction 2 records the outcome and the response under the key. A
 //     crash after it and before the response is written leaves a completed
 //     key that replays.
-//
-// ahead names the reads start makes first, which travel with the
-// reservation.
-func (s *Service) execute(ctx context.Context, acct Account, scope idempotency.Scope, fp []byte, paymentID string, ahead ReadAhead, start starter) (idempotency.Response, error) {
-	op := scope.Operation
-	if rec, err := s.store.KeyGet(ctx, scope); err == nil {
-		if d := idempotency.Decide(rec, fp, s.clock()); d != idempotency.Recover {
-			return s.answer(ctx, rec, d)
+func (s *Service) executeFlow(ctx context.Context, acct Account, f flow) (idempotency.Response, error) {
+	if f.render == nil {
+		f.render = s.render
+	}
+	if rec, err := s.store.KeyGet(ctx, f.scope); err == nil {
+		if d := idempotency.Decide(rec, f.fp, s.clock()); d != idempotency.Recover {
+			return s.answerFlow(ctx, rec, d, f.current)
 		}
 	} else if !errors.Is(err, ErrNotFound) {
 		return idempotency.Response{}, err
+	} else if f.prepare != nil {
+		if err := f.prepare(ctx); err != nil {
+			return idempotency.Response{}, err
+		}
 	}
-
 	var (
-		w        *work
-		known    *idempotency.Record
-		decision idempotency.Decision
-		resp     *idempotency.Response
-		err      error
+		b   began
+		err error
 	)
 	for try := 0; ; try++ {
-		err = s.store.WithTx(ctx, func(tx Tx) error {
-			w, known, resp = nil, nil, nil
-			now := s.clock()
-			attemptID := s.newID("att")
-			res := Reservation{Scope: scope, Fingerprint: fp, LeaseUntil: now.Add(s.lease),
-				PaymentID: paymentID, AttemptID: attemptID, Now: now}
-			tx.ReadAhead(ahead)
-			keyID, reserved, err := tx.KeyReserve(ctx, res)
-			if err != nil {
-				return err
-			}
-			if !reserved {
-				rec, err := tx.KeyLock(ctx, scope)
-				if err != nil {
-					return err
-				}
-				if decision = idempotency.Decide(rec, fp, now); decision != idempotency.Recover {
-					known = &rec
-					return nil
-				}
-				w, resp, err = s.takeOver(ctx, tx, rec, now)
-				return err
-			}
-			p, a, err := start(ctx, tx, now, paymentID, attemptID)
-			if err != nil {
-				return err
-			}
-			if a == nil {
-				// The attempt id reserved with the key was never written.
-				if err := tx.KeyDetachAttempt(ctx, keyID); err != nil {
-					return err
-				}
-				body, err := json.Marshal(p)
-				if err != nil {
-					return err
-				}
-				resp = &idempotency.Response{Status: http.StatusOK, Body: body}
-				return tx.KeyComplete(ctx, keyID, resp.Status, resp.Body, now)
-			}
-			w = &work{scope: scope, payment: p, attempt: a}
-			return nil
+		err = s.store.WithTx(ctx, func(tx Tx) (err error) {
+			b, err = s.begin(ctx, tx, f)
+			return err
 		})
 		if errors.Is(err, ErrAttemptNumberTaken) && try < 3 {
 			continue
 		}
 		break
 	}
+	w := b.work
 	switch {
 	case err != nil:
 		return idempotency.Response{}, err
-	case known != nil:
-		return s.answer(ctx, *known, decision)
-	case resp != nil:
-		s.metrics.Idempotency(op, "replayed")
-		return *resp, nil
+	case b.known != nil:
+		return s.answerFlow(ctx, *b.known, b.decision, f.current)
+	case b.resp != nil:
+		s.metrics.Idempotency(f.scope.Operation, "replayed")
+		return *b.resp, nil
 	}
 	if w.recovered {
-		s.metrics.Idempotency(op, "recovered")
+		s.metrics.Idempotency(f.scope.Operation, "recovered")
 	} else {
-		s.metrics.Idempotency(op, "new")
+		s.metrics.Idempotency(f.scope.Operation, "new")
 	}
 	return s.run(ctx, acct, w, actorOf(ctx))
+}
+
+// began is what transaction 1 decided: a provider call to make (work), an
+// answer already complete (resp), or a known key to answer from.
+type began struct {
+	work     *work
+	resp     *idempotency.Response
+	known    *idempotency.Record
+	decision idempotency.Decision
+}
+
+// begin is transaction 1: it reserves the key and starts the attempt, takes
+// over the key's attempt, or returns the known key record to answer from.
+func (s *Service) begin(ctx context.Context, tx Tx, f flow) (began, error) {
+	now := s.clock()
+	attemptID := s.newID("att")
+	res := Reservation{Scope: f.scope, Fingerprint: f.fp, LeaseUntil: now.Add(s.lease),
+		PaymentID: f.paymentID, AttemptID: attemptID, Now: now}
+	tx.ReadAhead(f.ahead)
+	keyID, reserved, err := tx.KeyReserve(ctx, res)
+	if err != nil {
+		return began{}, err
+	}
+	if !reserved {
+		rec, err := tx.KeyLock(ctx, f.scope)
+		if err != nil {
+			return began{}, err
+		}
+		if d := idempotency.Decide(rec, f.fp, now); d != idempotency.Recover {
+			return began{known: &rec, decision: d}, nil
+		}
+		w, resp, err := s.takeOver(ctx, tx, rec, now, f.render)
+		return began{work: w, resp: resp}, err
+	}
+	p, a, err := f.start(ctx, tx, now, f.paymentID, attemptID)
+	if err != nil {
+		return began{}, err
+	}
+	if a != nil {
+		return began{work: &work{scope: f.scope, payment: p, attempt: a, render: f.render}}, nil
+	}
+	// The attempt id reserved with the key was never written.
+	if err := tx.KeyDetachAttempt(ctx, keyID); err != nil {
+		return began{}, err
+	}
+	resp, err := f.render(ctx, tx, p, nil)
+	if err != nil {
+		return began{}, err
+	}
+	return began{resp: &resp}, tx.KeyComplete(ctx, keyID, resp.Status, resp.Body, now)
+}
+
+// render is the default answer: the payment when nothing was sent, else the
+// attempt's operation.
+func (s *Service) render(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
+	if a != nil {
+		return s.respond(ctx, tx, p, a)
+	}
+	body, err := json.Marshal(p)
+	return idempotency.Response{Status: http.StatusOK, Body: body}, err
+}
+
+// answerFlow answers a known key; current renders a purged response.
+func (s *Service) answerFlow(ctx context.Context, rec idempotency.Record, d idempotency.Decision,
+	current func(ctx context.Context, rec idempotency.Record) (idempotency.Response, error)) (idempotency.Response, error) {
+	if d == idempotency.ReplayCurrent && current != nil {
+		s.metrics.Idempotency(rec.Scope.Operation, "replayed")
+		return current(ctx, rec)
+	}
+	return s.answer(ctx, rec, d)
 }
 
 // answer turns a decision on a known key into the response or error.
@@ -155,7 +215,7 @@ var errInUse = Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-
 // key already refers to. When the outcome became known meanwhile
 // (reconciler, webhook), it completes the key with the current state. While
 // the reconciler holds the attempt, the caller is told to retry.
-func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, now time.Time) (*work, *idempotency.Response, error) {
+func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, now time.Time, render renderer) (*work, *idempotency.Response, error) {
 	p, err := tx.PaymentLock(ctx, rec.Scope.AccountID, rec.PaymentID)
 	if err != nil {
 		return nil, nil, err
@@ -165,7 +225,7 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, n
 		return nil, nil, err
 	}
 	if a.Status.Answered() {
-		resp, err := s.respond(ctx, tx, p, a)
+		resp, err := render(ctx, tx, p, a)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -182,7 +242,7 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, n
 		return nil, nil, err
 	}
 	a.LeaseExpiresAt = &until
-	return &work{recovered: true, scope: rec.Scope, payment: p, attempt: a}, nil, nil
+	return &work{recovered: true, scope: rec.Scope, payment: p, attempt: a, render: render}, nil, nil
 }
 
 // run calls the provider for an owned attempt, outside any transaction,
@@ -213,7 +273,7 @@ func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) 
 		if err != nil {
 			return err
 		}
-		if resp, err = s.respond(ctx, tx, p, a); err != nil {
+		if resp, err = w.render(ctx, tx, p, a); err != nil {
 			return err
 		}
 		if a.Status.Answered() {

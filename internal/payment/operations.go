@@ -117,25 +117,32 @@ func (s *Service) Refund(ctx context.Context, acct Account, key, paymentID strin
 			if available := p.AmountCaptured - p.AmountRefunded - pending; amount > available {
 				return nil, nil, Errorf(CodeRefundExceedsCaptured, "the refund of %d exceeds the %d still refundable", amount, max(available, 0))
 			}
-			n, err := tx.NextAttemptNumber(ctx, acct.ID, p.OrderID, OpRefund)
+			r, a, err := s.startRefund(ctx, tx, p, attemptID, amount, p.ProviderPaymentID, now)
 			if err != nil {
-				return nil, nil, err
-			}
-			refundID := s.newID("re")
-			req := provider.RefundRequest{IdempotencyKey: ProviderKey(p.OrderID, OpRefund, n), IntentID: p.ProviderPaymentID,
-				Amount: amount, Metadata: map[string]string{"payment_id": p.ID, "order_id": p.OrderID, "refund_id": refundID}}
-			a, err := s.insertAttempt(ctx, tx, p, attemptID, OpRefund, n, req, now)
-			if err != nil {
-				return nil, nil, err
-			}
-			r := &Refund{ID: refundID, AccountID: p.AccountID, PaymentID: p.ID, AttemptID: a.ID, Amount: amount,
-				Status: RefundProcessing, CreatedAt: now, UpdatedAt: now}
-			if err := tx.RefundInsert(ctx, r); err != nil {
 				return nil, nil, err
 			}
 			return p, a, tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: "api",
 				Action: "estornar.requested", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "refund_id": r.ID, "amount": amount}})
 		})
+}
+
+// startRefund writes a refund of a locked payment and the attempt that
+// sends it: the n-th refund of an order goes with {order}:estornar-v{n}.
+func (s *Service) startRefund(ctx context.Context, tx Tx, p *Payment, attemptID string, amount int64, intentID string, now time.Time) (*Refund, *Attempt, error) {
+	n, err := tx.NextAttemptNumber(ctx, p.AccountID, p.OrderID, OpRefund)
+	if err != nil {
+		return nil, nil, err
+	}
+	refundID := s.newID("re")
+	req := provider.RefundRequest{IdempotencyKey: ProviderKey(p.OrderID, OpRefund, n), IntentID: intentID,
+		Amount: amount, Metadata: map[string]string{"payment_id": p.ID, "order_id": p.OrderID, "refund_id": refundID}}
+	a, err := s.insertAttempt(ctx, tx, p, attemptID, OpRefund, n, req, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &Refund{ID: refundID, AccountID: p.AccountID, PaymentID: p.ID, AttemptID: a.ID, Amount: amount,
+		Status: RefundProcessing, CreatedAt: now, UpdatedAt: now}
+	return r, a, tx.RefundInsert(ctx, r)
 }
 
 func (s *Service) insertAttempt(ctx context.Context, tx Tx, p *Payment, id string, op Operation, n int, req any, now time.Time) (*Attempt, error) {

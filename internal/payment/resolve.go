@@ -216,6 +216,9 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 	if a.Status.Resolved() {
 		return a, nil
 	}
+	if err := s.settleDiscrepancy(ctx, tx, p, a, attemptStatus(a.Operation, out), now); err != nil {
+		return nil, err
+	}
 	next := *p
 	next.UpdatedAt = now
 	var eventType string

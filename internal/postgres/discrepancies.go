@@ -75,9 +75,44 @@ func (t *paymentTx) DiscrepancyLock(ctx context.Context, id string) (*payment.Di
 	return discrepancyFromRow(row), nil
 }
 
+// DiscrepancyClaim claims an open discrepancy for one resolve;
+// payment.ErrNotFound when it cannot be claimed.
+func (s *PaymentStore) DiscrepancyClaim(ctx context.Context, id string, keyHash []byte, until, now time.Time) (*payment.Discrepancy, error) {
+	row, err := s.db.q.DiscrepancyClaim(ctx, dbsqlc.DiscrepancyClaimParams{ID: id, KeyHash: keyHash, Until: &until, Now: &now})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return discrepancyFromRow(row), nil
+}
+
+func (t *paymentTx) DiscrepancyStartRefund(ctx context.Context, id string, r payment.DiscrepancyResolution, adopt []byte, reason string) (*payment.Discrepancy, error) {
+	row, err := t.q.DiscrepancyStartRefund(ctx, dbsqlc.DiscrepancyStartRefundParams{ID: id, RefundID: &r.RefundID,
+		Actor: &r.Actor, Reason: &reason, Now: &r.At, Adopt: adopt})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return discrepancyFromRow(row), nil
+}
+
+func (t *paymentTx) DiscrepancyByRefund(ctx context.Context, refundID string) (*payment.Discrepancy, error) {
+	row, err := t.q.DiscrepancyByRefundForUpdate(ctx, &refundID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return discrepancyFromRow(row), nil
+}
+
+func (t *paymentTx) DiscrepancySetResolutionStatus(ctx context.Context, id, status string) (*payment.Discrepancy, error) {
+	row, err := t.q.DiscrepancySetResolutionStatus(ctx, dbsqlc.DiscrepancySetResolutionStatusParams{ID: id, ResolutionStatus: &status})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return discrepancyFromRow(row), nil
+}
+
 func (t *paymentTx) DiscrepancyResolve(ctx context.Context, id, actor string, action payment.ResolveAction, now time.Time) (*payment.Discrepancy, error) {
 	res := string(action)
-	row, err := t.q.DiscrepancyResolve(ctx, dbsqlc.DiscrepancyResolveParams{ID: id, Actor: &actor, Resolution: &res, Now: &now})
+	row, err := t.q.DiscrepancyResolve(ctx, dbsqlc.DiscrepancyResolveParams{ID: id, Actor: actor, Resolution: &res, Now: &now})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -85,7 +120,18 @@ func (t *paymentTx) DiscrepancyResolve(ctx context.Context, id, actor string, ac
 }
 
 func discrepancyFromRow(r dbsqlc.Discrepancy) *payment.Discrepancy {
-	return &payment.Discrepancy{ID: r.ID, AccountID: r.AccountID, PaymentID: r.PaymentID,
+	d := &payment.Discrepancy{ID: r.ID, AccountID: r.AccountID, PaymentID: r.PaymentID,
 		Kind: payment.DiscrepancyKind(r.Kind), Ours: r.Ours, Theirs: r.Theirs, Status: payment.DiscrepancyStatus(r.Status),
-		FirstSeenAt: r.FirstSeenAt, LastCheckedAt: r.LastCheckedAt}
+		FirstSeenAt: r.FirstSeenAt, LastCheckedAt: r.LastCheckedAt, Adopt: r.ResolutionAdopt,
+		ClaimKeyHash: r.ClaimKeyHash, ClaimedUntil: r.ClaimedUntil}
+	if r.Resolution != nil {
+		res := &payment.DiscrepancyResolution{Action: payment.ResolveAction(*r.Resolution)}
+		res.RefundID, res.Status, res.Actor = deref(r.ResolutionRefundID), deref(r.ResolutionStatus), deref(r.ResolutionActor)
+		res.Reason = deref(r.ResolutionReason)
+		if r.ResolutionAt != nil {
+			res.At = *r.ResolutionAt
+		}
+		d.Resolution = res
+	}
+	return d
 }

@@ -10,6 +10,90 @@ import (
 	"time"
 )
 
+const discrepancyByRefundForUpdate = `-- name: DiscrepancyByRefundForUpdate :one
+SELECT id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt FROM discrepancies WHERE resolution_refund_id = $1 FOR UPDATE
+`
+
+func (q *Queries) DiscrepancyByRefundForUpdate(ctx context.Context, refundID *string) (Discrepancy, error) {
+	row := q.db.QueryRow(ctx, discrepancyByRefundForUpdate, refundID)
+	var i Discrepancy
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.Kind,
+		&i.Ours,
+		&i.Theirs,
+		&i.Status,
+		&i.FirstSeenAt,
+		&i.LastCheckedAt,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
+		&i.ClaimKeyHash,
+		&i.ClaimedUntil,
+		&i.ResolutionStatus,
+		&i.ResolutionRefundID,
+		&i.ResolutionActor,
+		&i.ResolutionReason,
+		&i.ResolutionAt,
+		&i.ResolutionAdopt,
+	)
+	return i, err
+}
+
+const discrepancyClaim = `-- name: DiscrepancyClaim :one
+UPDATE discrepancies
+SET claim_key_hash = $1, claimed_until = $2
+WHERE id = $3 AND status = 'open'
+  AND (resolution_status IS NULL OR resolution_status NOT IN ('processing', 'unknown'))
+  AND (claimed_until IS NULL OR claimed_until <= $4 OR claim_key_hash = $1)
+RETURNING id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt
+`
+
+type DiscrepancyClaimParams struct {
+	KeyHash []byte
+	Until   *time.Time
+	ID      string
+	Now     *time.Time
+}
+
+// Claims an open discrepancy for one resolve (by its key's hash) before
+// any provider call. No row: it is resolved, has a refund in flight, or
+// another resolve's claim is still live.
+func (q *Queries) DiscrepancyClaim(ctx context.Context, arg DiscrepancyClaimParams) (Discrepancy, error) {
+	row := q.db.QueryRow(ctx, discrepancyClaim,
+		arg.KeyHash,
+		arg.Until,
+		arg.ID,
+		arg.Now,
+	)
+	var i Discrepancy
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.Kind,
+		&i.Ours,
+		&i.Theirs,
+		&i.Status,
+		&i.FirstSeenAt,
+		&i.LastCheckedAt,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
+		&i.ClaimKeyHash,
+		&i.ClaimedUntil,
+		&i.ResolutionStatus,
+		&i.ResolutionRefundID,
+		&i.ResolutionActor,
+		&i.ResolutionReason,
+		&i.ResolutionAt,
+		&i.ResolutionAdopt,
+	)
+	return i, err
+}
+
 const discrepancyCountOpen = `-- name: DiscrepancyCountOpen :one
 SELECT count(*) FROM discrepancies WHERE status = 'open'
 `
@@ -22,7 +106,7 @@ func (q *Queries) DiscrepancyCountOpen(ctx context.Context) (int64, error) {
 }
 
 const discrepancyGetByID = `-- name: DiscrepancyGetByID :one
-SELECT id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution FROM discrepancies WHERE id = $1
+SELECT id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt FROM discrepancies WHERE id = $1
 `
 
 func (q *Queries) DiscrepancyGetByID(ctx context.Context, id string) (Discrepancy, error) {
@@ -41,12 +125,20 @@ func (q *Queries) DiscrepancyGetByID(ctx context.Context, id string) (Discrepanc
 		&i.ResolvedAt,
 		&i.ResolvedBy,
 		&i.Resolution,
+		&i.ClaimKeyHash,
+		&i.ClaimedUntil,
+		&i.ResolutionStatus,
+		&i.ResolutionRefundID,
+		&i.ResolutionActor,
+		&i.ResolutionReason,
+		&i.ResolutionAt,
+		&i.ResolutionAdopt,
 	)
 	return i, err
 }
 
 const discrepancyGetByIDForUpdate = `-- name: DiscrepancyGetByIDForUpdate :one
-SELECT id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution FROM discrepancies WHERE id = $1 FOR UPDATE
+SELECT id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt FROM discrepancies WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) DiscrepancyGetByIDForUpdate(ctx context.Context, id string) (Discrepancy, error) {
@@ -65,12 +157,20 @@ func (q *Queries) DiscrepancyGetByIDForUpdate(ctx context.Context, id string) (D
 		&i.ResolvedAt,
 		&i.ResolvedBy,
 		&i.Resolution,
+		&i.ClaimKeyHash,
+		&i.ClaimedUntil,
+		&i.ResolutionStatus,
+		&i.ResolutionRefundID,
+		&i.ResolutionActor,
+		&i.ResolutionReason,
+		&i.ResolutionAt,
+		&i.ResolutionAdopt,
 	)
 	return i, err
 }
 
 const discrepancyList = `-- name: DiscrepancyList :many
-SELECT id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution FROM discrepancies
+SELECT id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt FROM discrepancies
 WHERE ($1::text = '' OR status = $1::text)
   AND ($2::text = '' OR payment_id = $2::text)
   AND id > $3::text
@@ -113,6 +213,14 @@ func (q *Queries) DiscrepancyList(ctx context.Context, arg DiscrepancyListParams
 			&i.ResolvedAt,
 			&i.ResolvedBy,
 			&i.Resolution,
+			&i.ClaimKeyHash,
+			&i.ClaimedUntil,
+			&i.ResolutionStatus,
+			&i.ResolutionRefundID,
+			&i.ResolutionActor,
+			&i.ResolutionReason,
+			&i.ResolutionAt,
+			&i.ResolutionAdopt,
 		); err != nil {
 			return nil, err
 		}
@@ -126,18 +234,23 @@ func (q *Queries) DiscrepancyList(ctx context.Context, arg DiscrepancyListParams
 
 const discrepancyResolve = `-- name: DiscrepancyResolve :one
 UPDATE discrepancies
-SET status = 'resolved', resolved_at = $1, resolved_by = $2, resolution = $3
+SET status = 'resolved', resolved_at = $1, resolved_by = COALESCE(resolution_actor, $2::text),
+    resolution = $3, resolution_status = 'succeeded',
+    resolution_actor = COALESCE(resolution_actor, $2::text), resolution_at = COALESCE(resolution_at, $1),
+    claim_key_hash = NULL, claimed_until = NULL
 WHERE id = $4 AND status = 'open'
-RETURNING id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution
+RETURNING id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt
 `
 
 type DiscrepancyResolveParams struct {
 	Now        *time.Time
-	Actor      *string
+	Actor      string
 	Resolution *string
 	ID         string
 }
 
+// Closes an open discrepancy. A refund settled later keeps the actor and
+// the time of the resolve that sent it.
 func (q *Queries) DiscrepancyResolve(ctx context.Context, arg DiscrepancyResolveParams) (Discrepancy, error) {
 	row := q.db.QueryRow(ctx, discrepancyResolve,
 		arg.Now,
@@ -159,6 +272,108 @@ func (q *Queries) DiscrepancyResolve(ctx context.Context, arg DiscrepancyResolve
 		&i.ResolvedAt,
 		&i.ResolvedBy,
 		&i.Resolution,
+		&i.ClaimKeyHash,
+		&i.ClaimedUntil,
+		&i.ResolutionStatus,
+		&i.ResolutionRefundID,
+		&i.ResolutionActor,
+		&i.ResolutionReason,
+		&i.ResolutionAt,
+		&i.ResolutionAdopt,
+	)
+	return i, err
+}
+
+const discrepancySetResolutionStatus = `-- name: DiscrepancySetResolutionStatus :one
+UPDATE discrepancies SET resolution_status = $1
+WHERE id = $2 AND status = 'open'
+RETURNING id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt
+`
+
+type DiscrepancySetResolutionStatusParams struct {
+	ResolutionStatus *string
+	ID               string
+}
+
+func (q *Queries) DiscrepancySetResolutionStatus(ctx context.Context, arg DiscrepancySetResolutionStatusParams) (Discrepancy, error) {
+	row := q.db.QueryRow(ctx, discrepancySetResolutionStatus, arg.ResolutionStatus, arg.ID)
+	var i Discrepancy
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.Kind,
+		&i.Ours,
+		&i.Theirs,
+		&i.Status,
+		&i.FirstSeenAt,
+		&i.LastCheckedAt,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
+		&i.ClaimKeyHash,
+		&i.ClaimedUntil,
+		&i.ResolutionStatus,
+		&i.ResolutionRefundID,
+		&i.ResolutionActor,
+		&i.ResolutionReason,
+		&i.ResolutionAt,
+		&i.ResolutionAdopt,
+	)
+	return i, err
+}
+
+const discrepancyStartRefund = `-- name: DiscrepancyStartRefund :one
+UPDATE discrepancies
+SET resolution = 'refund', resolution_status = 'processing', resolution_refund_id = $1,
+    resolution_actor = $2, resolution_reason = $3, resolution_at = $4, resolution_adopt = $5,
+    claim_key_hash = NULL, claimed_until = NULL
+WHERE id = $6 AND status = 'open'
+RETURNING id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt
+`
+
+type DiscrepancyStartRefundParams struct {
+	RefundID *string
+	Actor    *string
+	Reason   *string
+	Now      *time.Time
+	Adopt    []byte
+	ID       string
+}
+
+// Records the refund a resolve sent: the discrepancy stays open and held
+// until the refund settles.
+func (q *Queries) DiscrepancyStartRefund(ctx context.Context, arg DiscrepancyStartRefundParams) (Discrepancy, error) {
+	row := q.db.QueryRow(ctx, discrepancyStartRefund,
+		arg.RefundID,
+		arg.Actor,
+		arg.Reason,
+		arg.Now,
+		arg.Adopt,
+		arg.ID,
+	)
+	var i Discrepancy
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.Kind,
+		&i.Ours,
+		&i.Theirs,
+		&i.Status,
+		&i.FirstSeenAt,
+		&i.LastCheckedAt,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
+		&i.ClaimKeyHash,
+		&i.ClaimedUntil,
+		&i.ResolutionStatus,
+		&i.ResolutionRefundID,
+		&i.ResolutionActor,
+		&i.ResolutionReason,
+		&i.ResolutionAt,
+		&i.ResolutionAdopt,
 	)
 	return i, err
 }
@@ -171,7 +386,7 @@ WHERE NOT EXISTS (
     WHERE d.payment_id = $3 AND d.kind = $4 AND d.status = 'resolved' AND d.theirs = $6::jsonb)
 ON CONFLICT (payment_id, kind) WHERE status = 'open'
 DO UPDATE SET ours = EXCLUDED.ours, theirs = EXCLUDED.theirs, last_checked_at = EXCLUDED.last_checked_at
-RETURNING id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution
+RETURNING id, account_id, payment_id, kind, ours, theirs, status, first_seen_at, last_checked_at, resolved_at, resolved_by, resolution, claim_key_hash, claimed_until, resolution_status, resolution_refund_id, resolution_actor, resolution_reason, resolution_at, resolution_adopt
 `
 
 type DiscrepancyUpsertParams struct {
@@ -212,6 +427,14 @@ func (q *Queries) DiscrepancyUpsert(ctx context.Context, arg DiscrepancyUpsertPa
 		&i.ResolvedAt,
 		&i.ResolvedBy,
 		&i.Resolution,
+		&i.ClaimKeyHash,
+		&i.ClaimedUntil,
+		&i.ResolutionStatus,
+		&i.ResolutionRefundID,
+		&i.ResolutionActor,
+		&i.ResolutionReason,
+		&i.ResolutionAt,
+		&i.ResolutionAdopt,
 	)
 	return i, err
 }

@@ -57,18 +57,26 @@ type AuditLog struct {
 }
 
 type Discrepancy struct {
-	ID            string
-	AccountID     string
-	PaymentID     string
-	Kind          string
-	Ours          []byte
-	Theirs        []byte
-	Status        string
-	FirstSeenAt   time.Time
-	LastCheckedAt time.Time
-	ResolvedAt    *time.Time
-	ResolvedBy    *string
-	Resolution    *string
+	ID                 string
+	AccountID          string
+	PaymentID          string
+	Kind               string
+	Ours               []byte
+	Theirs             []byte
+	Status             string
+	FirstSeenAt        time.Time
+	LastCheckedAt      time.Time
+	ResolvedAt         *time.Time
+	ResolvedBy         *string
+	Resolution         *string
+	ClaimKeyHash       []byte
+	ClaimedUntil       *time.Time
+	ResolutionStatus   *string
+	ResolutionRefundID *string
+	ResolutionActor    *string
+	ResolutionReason   *string
+	ResolutionAt       *time.Time
+	ResolutionAdopt    []byte
 }
 
 type EncryptionCanary struct {

@@ -54,6 +54,7 @@ type randomFaultsJSON struct {
 //	POST   /_sim/disputes/{id}/close      {"status":"won"|"lost"} (charge.dispute.closed)
 //	POST   /_sim/intents/{id}/pay-behind  charge a canceled or declined intent in full
 //	POST   /_sim/intents/{id}/amount-received {"amount"}: show another captured amount
+//	POST   /_sim/intents/{id}/forget      drop the intent with its refunds and disputes (not found after)
 //	POST   /_sim/webhook_endpoints    {"secret_key","url","secret"} (url "": remove)
 //	GET    /_sim/events?secret_key=   the key's events, as delivered
 //	POST   /_sim/events/{id}/redeliver

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -178,6 +179,25 @@ func (s *Server) PayBehind(intentID string) (Intent, error) {
 	})
 }
 
+// ForgetIntent drops an intent, its refunds and its disputes, as a
+// provider that never had it would show (a restarted simulator, or a key of
+// another account): retrieve and search find nothing.
+func (s *Server) ForgetIntent(intentID string) (Intent, error) {
+	return s.transition(intentID, func(a *account, pi *intentRecord, now time.Time) error {
+		delete(a.intents, pi.ID)
+		delete(a.waiting, pi.ID)
+		a.order = slices.DeleteFunc(a.order, func(o *intentRecord) bool { return o == pi })
+		for id, rf := range a.refunds {
+			if rf.PaymentIntent == pi.ID {
+				delete(a.refunds, id)
+			}
+		}
+		a.refundOrder = slices.DeleteFunc(a.refundOrder, func(rf *refund) bool { return rf.PaymentIntent == pi.ID })
+		a.disputes = slices.DeleteFunc(a.disputes, func(d *dispute) bool { return d.IntentID == pi.ID })
+		return nil
+	})
+}
+
 // SetAmountReceived changes what a succeeded intent shows as captured,
 // without an event: a captured amount that differs from the service's.
 func (s *Server) SetAmountReceived(intentID string, amount int64) (Intent, error) {
@@ -270,6 +290,9 @@ func (s *Server) disputeRoutes(m *http.ServeMux) {
 	}))
 	m.HandleFunc("POST /_sim/intents/{id}/pay-behind", intentCall(func(id string, _ amountJSON) (any, error) {
 		return s.PayBehind(id)
+	}))
+	m.HandleFunc("POST /_sim/intents/{id}/forget", intentCall(func(id string, _ amountJSON) (any, error) {
+		return s.ForgetIntent(id)
 	}))
 	m.HandleFunc("POST /_sim/intents/{id}/amount-received", intentCall(func(id string, in amountJSON) (any, error) {
 		return s.SetAmountReceived(id, in.Amount)

@@ -1,0 +1,287 @@
+package payment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/acmepay/payments/internal/idempotency"
+)
+
+// ResolveRequest is an operator's resolve request.
+type ResolveRequest struct {
+	Actor  string
+	Reason string
+	Action ResolveAction
+}
+
+// providerShown is what the provider showed of a payment when a refund was
+// sent to resolve a discrepancy; the refund's success records it on the
+// payment.
+type providerShown struct {
+	IntentID       string `json:"provider_payment_id"`
+	AmountCaptured int64  `json:"amount_captured"`
+	AmountRefunded int64  `json:"amount_refunded"`
+}
+
+var errHeld = Errorf(CodeInvalidState, "the discrepancy is resolved, or another resolution of it is in progress")
+
+// Resolve closes a discrepancy with an action, on the idempotent path of
+// every mutation (CONTRACT §14): note records it; adopt_provider_state
+// makes the payment say what the provider says now; refund returns what
+// the provider still holds through the payment's refund path. The
+// discrepancy is held for the whole resolution: claimed before any
+// provider call, then held by the refund in flight until it settles, so of
+// two racing resolves exactly one acts. A refund that succeeded resolves
+// it (200); a refused one leaves it open (409 provider_rejected); one in
+// doubt leaves it open and held (202) until the refund is settled.
+func (d *Discrepancies) Resolve(ctx context.Context, key, id string, r ResolveRequest) (idempotency.Response, error) {
+	switch r.Action {
+	case ResolveAdopt, ResolveRefund, ResolveNote:
+	default:
+		return idempotency.Response{}, fieldError("action", "must be adopt_provider_state, refund or note")
+	}
+	dsc, err := d.store.DiscrepancyGet(ctx, id)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	acct, err := d.accounts.Payer(ctx, dsc.AccountID)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	op := idempotency.OpAdminResolve
+	fp, err := idempotency.Fingerprint(op, struct {
+		DiscrepancyID string        `json:"discrepancy_id"`
+		Action        ResolveAction `json:"action"`
+		Actor         string        `json:"actor"`
+		Reason        string        `json:"reason"`
+	}{id, r.Action, r.Actor, r.Reason})
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	rs := &resolving{d: d, acct: acct, id: id, paymentID: dsc.PaymentID, req: r, keyHash: idempotency.HashKey(key)}
+	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: rs.keyHash}
+	return d.s.executeFlow(withReason(withActor(ctx, r.Actor), r.Reason), acct, flow{scope: scope, fp: fp,
+		paymentID: dsc.PaymentID, prepare: rs.prepare, start: rs.start, render: rs.render, current: rs.current})
+}
+
+// resolving is one resolve request on its way through the flow.
+type resolving struct {
+	d         *Discrepancies
+	acct      Account
+	id        string
+	paymentID string
+	req       ResolveRequest
+	keyHash   []byte
+	st        providerState
+	asked     bool
+}
+
+// prepare claims the discrepancy, then asks the provider what start needs:
+// a discrepancy another resolve holds gets 409 before any provider call.
+func (rs *resolving) prepare(ctx context.Context) error {
+	s := rs.d.s
+	now := s.clock()
+	if _, err := rs.d.store.DiscrepancyClaim(ctx, rs.id, rs.keyHash, now.Add(s.lease), now); errors.Is(err, ErrNotFound) {
+		return errHeld
+	} else if err != nil {
+		return err
+	}
+	if rs.req.Action == ResolveNote {
+		return nil
+	}
+	p, err := s.store.PaymentGet(ctx, rs.acct.ID, rs.paymentID)
+	if err != nil {
+		return err
+	}
+	st, err := rs.d.fetch(ctx, rs.acct, p)
+	if err != nil || len(st.failed) > 0 {
+		return Errorf(CodeUnavailable, "the provider could not be asked about the payment")
+	}
+	if st.intent == nil {
+		return Errorf(CodeInvalidState, "the provider has no payment for this discrepancy")
+	}
+	rs.st, rs.asked = st, true
+	return nil
+}
+
+// start runs in the transaction that reserves the key: under the
+// discrepancy's lock it checks that this resolve still holds it, then acts.
+// A refund is only started here; note and adopt complete at once.
+func (rs *resolving) start(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
+	dtx, ok := tx.(DiscrepancyTx)
+	if !ok {
+		return nil, nil, errors.New("payment: the store cannot resolve discrepancies")
+	}
+	cur, err := dtx.DiscrepancyLock(ctx, rs.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	claimedByOther := cur.ClaimedUntil != nil && now.Before(*cur.ClaimedUntil) && !bytes.Equal(cur.ClaimKeyHash, rs.keyHash)
+	if cur.Status != DiscrepancyOpen || cur.held() || claimedByOther {
+		return nil, nil, errHeld
+	}
+	if rs.req.Action != ResolveNote && !rs.asked {
+		return nil, nil, Errorf(CodeUnavailable, "the resolution was not prepared; retry")
+	}
+	p, err := tx.PaymentLock(ctx, rs.acct.ID, paymentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	details := map[string]any{"discrepancy_id": cur.ID, "kind": string(cur.Kind), "resolution": string(rs.req.Action)}
+	switch rs.req.Action {
+	case ResolveRefund:
+		a, err := rs.startRefund(ctx, tx, dtx, p, cur, attemptID, details, now)
+		return p, a, err
+	case ResolveAdopt:
+		err := rs.d.adopt(ctx, tx, p, cur.Kind, rs.st, rs.req, details, now)
+		if errors.Is(err, ErrLiveOrderConflict) {
+			return nil, nil, Errorf(CodeInvalidState, "the order has another live payment; the provider's state cannot be adopted")
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now,
+		Actor: rs.req.Actor, Action: "discrepancy.resolved", Reason: rs.req.Reason, Details: details}); err != nil {
+		return nil, nil, err
+	}
+	_, err = dtx.DiscrepancyResolve(ctx, rs.id, rs.req.Actor, rs.req.Action, now)
+	return p, nil, err
+}
+
+// startRefund writes the refund of what the provider still holds, on the
+// payment's refund path, and ties it to the discrepancy: the payment itself
+// is left as it is until the refund succeeds.
+func (rs *resolving) startRefund(ctx context.Context, tx Tx, dtx DiscrepancyTx, p *Payment, cur *Discrepancy, attemptID string,
+	details map[string]any, now time.Time) (*Attempt, error) {
+	in := rs.st.intent
+	amount := in.AmountReceived - rs.st.refunded
+	if intentStatus(in) != StatusCaptured || amount <= 0 {
+		return nil, Errorf(CodeInvalidState, "the provider holds nothing to refund for this payment")
+	}
+	r, a, err := rs.d.s.startRefund(ctx, tx, p, attemptID, amount, in.ID, now)
+	if err != nil {
+		return nil, err
+	}
+	shown, err := json.Marshal(providerShown{IntentID: in.ID, AmountCaptured: in.AmountReceived, AmountRefunded: rs.st.refunded})
+	if err != nil {
+		return nil, err
+	}
+	res := DiscrepancyResolution{Action: ResolveRefund, RefundID: r.ID, Status: ResolutionProcessing, Actor: rs.req.Actor, At: now}
+	if _, err := dtx.DiscrepancyStartRefund(ctx, cur.ID, res, shown, rs.req.Reason); err != nil {
+		return nil, err
+	}
+	details["refund_id"], details["attempt_id"], details["provider_key"], details["amount"] = r.ID, a.ID, a.ProviderKey, amount
+	return a, tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now,
+		Actor: rs.req.Actor, Action: "discrepancy.refund_requested", Reason: rs.req.Reason, Details: details})
+}
+
+// render answers with the discrepancy: 200 once resolved, 202 while its
+// refund is in doubt, 409 provider_rejected when the provider refused it.
+func (rs *resolving) render(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
+	if a != nil && a.Status == AttemptFailed {
+		return rs.d.s.respond(ctx, tx, p, a)
+	}
+	dtx, ok := tx.(DiscrepancyTx)
+	if !ok {
+		return idempotency.Response{}, errors.New("payment: the store cannot resolve discrepancies")
+	}
+	cur, err := dtx.DiscrepancyLock(ctx, rs.id)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	status := http.StatusOK
+	if a != nil && !a.Status.Resolved() {
+		status = http.StatusAccepted
+	}
+	body, err := json.Marshal(cur)
+	return idempotency.Response{Status: status, Body: body}, err
+}
+
+// current answers a key whose stored response was purged: the discrepancy
+// as it is now.
+func (rs *resolving) current(ctx context.Context, _ idempotency.Record) (idempotency.Response, error) {
+	cur, err := rs.d.store.DiscrepancyGet(ctx, rs.id)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	body, err := json.Marshal(cur)
+	return idempotency.Response{Status: http.StatusOK, Body: body, Replayed: true}, err
+}
+
+// settleDiscrepancy carries a refund's outcome to the discrepancy it was
+// sent to resolve, in the transaction that records it, whoever records it
+// (the request, a retry, the reconciler): success first records on the
+// payment what the provider showed, then resolves the discrepancy; a
+// refusal leaves it open and free; doubt keeps it held.
+func (s *Service) settleDiscrepancy(ctx context.Context, tx Tx, p *Payment, a *Attempt, status AttemptStatus, now time.Time) error {
+	dtx, ok := tx.(DiscrepancyTx)
+	if !ok || a.Operation != OpRefund {
+		return nil
+	}
+	r, err := tx.RefundByAttempt(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	dsc, err := dtx.DiscrepancyByRefund(ctx, r.ID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil || dsc.Status != DiscrepancyOpen || dsc.Resolution == nil {
+		return err
+	}
+	switch status {
+	case AttemptSucceeded:
+	case AttemptFailed:
+		_, err := dtx.DiscrepancySetResolutionStatus(ctx, dsc.ID, ResolutionFailed)
+		return err
+	default:
+		_, err := dtx.DiscrepancySetResolutionStatus(ctx, dsc.ID, ResolutionUnknown)
+		return err
+	}
+	res := dsc.Resolution
+	details := map[string]any{"discrepancy_id": dsc.ID, "kind": string(dsc.Kind), "resolution": string(ResolveRefund), "refund_id": r.ID}
+	if err := s.adoptShown(ctx, tx, p, dsc, r, details, now); err != nil {
+		return err
+	}
+	if err := tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now,
+		Actor: res.Actor, Action: "discrepancy.resolved", Reason: res.Reason, Details: details}); err != nil {
+		return err
+	}
+	_, err = dtx.DiscrepancyResolve(ctx, dsc.ID, res.Actor, ResolveRefund, now)
+	return err
+}
+
+// adoptShown records on the payment what the provider showed when the
+// refund was sent: captured, with the provider's captured amount, and its
+// refunds made elsewhere. Recording the refund itself follows.
+func (s *Service) adoptShown(ctx context.Context, tx Tx, p *Payment, dsc *Discrepancy, r *Refund, details map[string]any, now time.Time) error {
+	var shown providerShown
+	if err := json.Unmarshal(dsc.Adopt, &shown); err != nil {
+		return err
+	}
+	p.ProviderAmountRefunded = max(p.ProviderAmountRefunded, shown.AmountRefunded+r.Amount)
+	from := p.Status
+	if (from == StatusCaptured && p.AmountCaptured == shown.AmountCaptured) || (from != StatusCaptured && !CanAdopt(from, StatusCaptured)) {
+		return nil
+	}
+	p.Status, p.AmountCaptured, p.UpdatedAt = StatusCaptured, shown.AmountCaptured, now
+	p.FailureCode, p.FailureMessage = "", ""
+	if p.ProviderPaymentID == "" {
+		p.ProviderPaymentID = shown.IntentID
+	}
+	if err := tx.PaymentUpdate(ctx, p); err != nil {
+		return err
+	}
+	res := dsc.Resolution
+	if from != StatusCaptured {
+		s.metrics.PaymentTransition(from, p.Status)
+		return s.changed(ctx, tx, p, "", from, res.Actor, "discrepancy.adopt_provider_state", res.Reason, maps.Clone(details))
+	}
+	return s.changed(ctx, tx, p, "payment.captured", "", res.Actor, "discrepancy.adopt_provider_state", res.Reason, maps.Clone(details))
+}
