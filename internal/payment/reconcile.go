@@ -310,7 +310,13 @@ func ParseStatuses(v string) ([]Status, error) {
 
 // completeKey stores the answer a waiting client key will replay.
 func (s *Service) completeKey(ctx context.Context, tx Tx, rec idempotency.Record, p *Payment, a *Attempt, now time.Time) error {
-	resp, err := s.respond(ctx, tx, p, a)
+	render := s.render
+	if rec.Scope.Operation == idempotency.OpAdminResolve {
+		render = func(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
+			return s.renderResolution(ctx, tx, p, a, "")
+		}
+	}
+	resp, err := render(ctx, tx, p, a)
 	if err != nil {
 		return err
 	}

@@ -181,17 +181,36 @@ func (rs *resolving) startRefund(ctx context.Context, tx Tx, dtx DiscrepancyTx, 
 		Actor: rs.req.Actor, Action: "discrepancy.refund_requested", Reason: rs.req.Reason, Details: details})
 }
 
-// render answers with the discrepancy: 200 once resolved, 202 while its
-// refund is in doubt, 409 provider_rejected when the provider refused it.
+// render answers with the discrepancy.
 func (rs *resolving) render(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
+	return rs.d.s.renderResolution(ctx, tx, p, a, rs.id)
+}
+
+// renderResolution answers a resolve with its discrepancy (found by the
+// attempt's refund when id is ""): 200 once resolved, 202 while its refund
+// is in doubt, 409 provider_rejected when the provider refused it.
+func (s *Service) renderResolution(ctx context.Context, tx Tx, p *Payment, a *Attempt, id string) (idempotency.Response, error) {
 	if a != nil && a.Status == AttemptFailed {
-		return rs.d.s.respond(ctx, tx, p, a)
+		return s.respond(ctx, tx, p, a)
 	}
 	dtx, ok := tx.(DiscrepancyTx)
 	if !ok {
 		return idempotency.Response{}, errors.New("payment: the store cannot resolve discrepancies")
 	}
-	cur, err := dtx.DiscrepancyLock(ctx, rs.id)
+	var (
+		cur *Discrepancy
+		err error
+	)
+	if id != "" {
+		cur, err = dtx.DiscrepancyLock(ctx, id)
+	} else if a != nil {
+		var r *Refund
+		if r, err = tx.RefundByAttempt(ctx, a.ID); err == nil {
+			cur, err = dtx.DiscrepancyByRefund(ctx, r.ID)
+		}
+	} else {
+		err = errors.New("payment: a resolve's answer needs its discrepancy")
+	}
 	if err != nil {
 		return idempotency.Response{}, err
 	}
