@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/apitest"
+	"github.com/acmepay/payments/internal/provider/providersim"
 )
 
 // planted holds one payment per discrepancy kind, each made by the
@@ -254,6 +255,76 @@ func TestAudit(t *testing.T) {
 		}
 		if open := listDiscrepancies(t, e, "?status=open"); len(open) != 1 {
 			t.Errorf("open after three resolutions: %v", open)
+		}
+	})
+
+	t.Run("ReportsAPaymentTheProviderDoesNotKnow", func(t *testing.T) {
+		t.Parallel()
+		e := apitest.New(t, apitest.Options{})
+		r := e.Create("k-forgotten", `{"order_id":"dsc-forgotten","amount":2000,"currency":"BRL","payment_method":"pm_card_visa"}`)
+		apitest.WantStatus(t, r, http.StatusCreated)
+		id, pi := r.JSON(t)["id"].(string), r.JSON(t)["provider_payment_id"].(string)
+		if _, err := e.Sim.ForgetIntent(pi); err != nil {
+			t.Fatal(err)
+		}
+		before := string(e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/payments/" + id}).Body)
+		sum, err := e.Discrepancies.Audit(context.Background(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Examined != 1 || sum.New != 1 || sum.Found["missing_at_provider"] != 1 {
+			t.Errorf("summary = %+v, want one new missing_at_provider", sum)
+		}
+		got := listDiscrepancies(t, e, "?status=open&payment_id="+id)
+		if len(got) != 1 || got[0].Kind != "missing_at_provider" || got[0].Ours["provider_payment_id"] != pi || got[0].Theirs["found"] != false {
+			t.Fatalf("discrepancies %+v", got)
+		}
+		if now := string(e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/payments/" + id}).Body); now != before {
+			t.Errorf("the audit changed the payment:\n%s\nwas\n%s", now, before)
+		}
+		// Neither adopting nor refunding has anything to act on.
+		for _, action := range []string{"adopt_provider_state", "refund"} {
+			res := resolveDsc(e, got[0].ID, "r-"+action, action)
+			if res.Status != http.StatusConflict || res.Code(t) != "invalid_state" {
+				t.Errorf("%s: %d %s", action, res.Status, res.Body)
+			}
+		}
+		apitest.WantStatus(t, resolveDsc(e, got[0].ID, "r-note", "note"), http.StatusOK)
+	})
+
+	t.Run("AFailedDisputesLookupStillReportsTheRefundMismatch", func(t *testing.T) {
+		t.Parallel()
+		e := apitest.New(t, apitest.Options{})
+		pl := plantDiscrepancies(t, e)
+		e.Sim.Inject(providersim.Fault{Op: "list_disputes", Kind: providersim.Error500BeforeEffect})
+		sum, err := e.Discrepancies.Audit(context.Background(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Examined != 4 || sum.Skipped != 0 || sum.LookupsFailed < 3 || sum.Found["disputed"] != 0 {
+			t.Errorf("summary = %+v, want 4 examined, none skipped, the dispute lookups failed", sum)
+		}
+		got := byPayment(listDiscrepancies(t, e, "?status=open"))
+		want := map[string][]string{
+			pl.refunded: {"amount_refunded_mismatch"}, pl.amount: {"amount_captured_mismatch"},
+			pl.paidBehind: {"paid_at_provider_not_here"},
+		}
+		for id, kinds := range want {
+			if !slices.Equal(got[id], kinds) {
+				t.Errorf("payment %s: kinds %v, want %v", id, got[id], kinds)
+			}
+		}
+		if len(got[pl.disputed]) != 0 {
+			t.Errorf("a failed lookup concluded %v", got[pl.disputed])
+		}
+		// The next pass, with the provider answering, checks disputes again.
+		e.Sim.ClearFaults()
+		sum, err = e.Discrepancies.Audit(context.Background(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.LookupsFailed != 0 || sum.Found["disputed"] != 1 {
+			t.Errorf("second pass summary = %+v, want the dispute found", sum)
 		}
 	})
 }

@@ -163,6 +163,8 @@ type DiscrepancyStore interface {
 	// key hashes to keyHash, until a time; ErrNotFound when it is resolved,
 	// holds a refund in flight, or another resolve's claim is live.
 	DiscrepancyClaim(ctx context.Context, id string, keyHash []byte, until, now time.Time) (*Discrepancy, error)
+	// DiscrepancyReleaseClaim ends that resolve's claim, if it holds one.
+	DiscrepancyReleaseClaim(ctx context.Context, id string, keyHash []byte) error
 }
 
 // DiscrepancyTx is what resolving needs of a transaction beyond Tx.

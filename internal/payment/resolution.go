@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"maps"
 	"net/http"
 	"time"
@@ -65,8 +66,17 @@ func (d *Discrepancies) Resolve(ctx context.Context, key, id string, r ResolveRe
 	}
 	rs := &resolving{d: d, acct: acct, id: id, paymentID: dsc.PaymentID, req: r, keyHash: idempotency.HashKey(key)}
 	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: rs.keyHash}
-	return d.s.executeFlow(withReason(withActor(ctx, r.Actor), r.Reason), acct, flow{scope: scope, fp: fp,
+	resp, err := d.s.executeFlow(withReason(withActor(ctx, r.Actor), r.Reason), acct, flow{scope: scope, fp: fp,
 		paymentID: dsc.PaymentID, prepare: rs.prepare, start: rs.start, render: rs.render, current: rs.current})
+	if err != nil && rs.claimed {
+		// Nothing was started: another resolve may act at once, not only
+		// once the claim has lapsed. A started refund already ended it.
+		if rerr := d.store.DiscrepancyReleaseClaim(context.WithoutCancel(ctx), id, rs.keyHash); rerr != nil {
+			d.log.WarnContext(ctx, "resolve: claim not released; it lapses with its lease", slog.String("discrepancy_id", id),
+				slog.String("error", rerr.Error()))
+		}
+	}
+	return resp, err
 }
 
 // resolving is one resolve request on its way through the flow.
@@ -79,6 +89,7 @@ type resolving struct {
 	keyHash   []byte
 	st        providerState
 	asked     bool
+	claimed   bool
 }
 
 // prepare claims the discrepancy, then asks the provider what start needs:
@@ -91,6 +102,7 @@ func (rs *resolving) prepare(ctx context.Context) error {
 	} else if err != nil {
 		return err
 	}
+	rs.claimed = true
 	if rs.req.Action == ResolveNote {
 		return nil
 	}

@@ -85,6 +85,12 @@ func (s *PaymentStore) DiscrepancyClaim(ctx context.Context, id string, keyHash 
 	return discrepancyFromRow(row), nil
 }
 
+// DiscrepancyReleaseClaim ends the claim of the resolve whose key hashes to
+// keyHash, if it still holds one.
+func (s *PaymentStore) DiscrepancyReleaseClaim(ctx context.Context, id string, keyHash []byte) error {
+	return translate(s.db.q.DiscrepancyReleaseClaim(ctx, dbsqlc.DiscrepancyReleaseClaimParams{ID: id, KeyHash: keyHash}))
+}
+
 func (t *paymentTx) DiscrepancyStartRefund(ctx context.Context, id string, r payment.DiscrepancyResolution, adopt []byte, reason string) (*payment.Discrepancy, error) {
 	row, err := t.q.DiscrepancyStartRefund(ctx, dbsqlc.DiscrepancyStartRefundParams{ID: id, RefundID: &r.RefundID,
 		Actor: &r.Actor, Reason: &reason, Now: &r.At, Adopt: adopt})

@@ -232,6 +232,22 @@ func (q *Queries) DiscrepancyList(ctx context.Context, arg DiscrepancyListParams
 	return items, nil
 }
 
+const discrepancyReleaseClaim = `-- name: DiscrepancyReleaseClaim :exec
+UPDATE discrepancies SET claim_key_hash = NULL, claimed_until = NULL
+WHERE id = $1 AND claim_key_hash = $2
+`
+
+type DiscrepancyReleaseClaimParams struct {
+	ID      string
+	KeyHash []byte
+}
+
+// Ends a resolve's claim that led nowhere, so another may resolve at once.
+func (q *Queries) DiscrepancyReleaseClaim(ctx context.Context, arg DiscrepancyReleaseClaimParams) error {
+	_, err := q.db.Exec(ctx, discrepancyReleaseClaim, arg.ID, arg.KeyHash)
+	return err
+}
+
 const discrepancyResolve = `-- name: DiscrepancyResolve :one
 UPDATE discrepancies
 SET status = 'resolved', resolved_at = $1, resolved_by = COALESCE(resolution_actor, $2::text),

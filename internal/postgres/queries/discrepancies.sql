@@ -69,3 +69,8 @@ RETURNING *;
 
 -- name: DiscrepancyCountOpen :one
 SELECT count(*) FROM discrepancies WHERE status = 'open';
+
+-- Ends a resolve's claim that led nowhere, so another may resolve at once.
+-- name: DiscrepancyReleaseClaim :exec
+UPDATE discrepancies SET claim_key_hash = NULL, claimed_until = NULL
+WHERE id = @id AND claim_key_hash = @key_hash;
