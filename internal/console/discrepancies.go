@@ -191,9 +191,14 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 	var res struct {
 		PaymentID string `json:"payment_id"`
 	}
+	done := "resolve"
+	if resp.Status == http.StatusAccepted {
+		// The refund's outcome is unknown: the discrepancy stays open.
+		done = "resolve-pending"
+	}
 	if err := json.Unmarshal(resp.Body, &res); err != nil || res.PaymentID == "" {
-		http.Redirect(w, r, "/console/discrepancies?status=resolved&done=resolve", http.StatusSeeOther)
+		http.Redirect(w, r, "/console/discrepancies?status=all&done="+done, http.StatusSeeOther)
 		return
 	}
-	http.Redirect(w, r, "/console/payments/"+url.PathEscape(res.PaymentID)+"?done=resolve", http.StatusSeeOther)
+	http.Redirect(w, r, "/console/payments/"+url.PathEscape(res.PaymentID)+"?done="+done, http.StatusSeeOther)
 }

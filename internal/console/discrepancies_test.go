@@ -11,6 +11,8 @@ import (
 
 	"github.com/acmepay/payments/internal/apitest"
 	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/provider/providersim"
+	"github.com/acmepay/payments/internal/reconcile"
 )
 
 // capturedWithDashboardRefund makes a captured payment, refunds part of it
@@ -234,4 +236,43 @@ func disputedPayment(t *testing.T, e *apitest.Env, order string) string {
 		t.Fatalf("webhooks not delivered: %v", err)
 	}
 	return p["id"].(string)
+}
+
+// A refund whose outcome is unknown leaves the discrepancy open and held,
+// and the pages say so until the reconciler settles the refund.
+func TestDiscrepancyRefundInDoubt(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{})
+	id, dsc := capturedWithDashboardRefund(t, e, "pedido-duvida")
+	resolvePath := "/console/discrepancies/" + dsc.ID + "/resolve"
+	c := newClient(t, e)
+	c.signIn("Ana", apitest.AdminToken)
+	fault := e.Sim.Inject(providersim.Fault{Op: "refund", Kind: providersim.Error500BeforeEffect})
+
+	_, page := c.do(http.MethodGet, resolvePath, nil)
+	form := url.Values{"reason": {"customer asked"}, "action": {"refund"},
+		"csrf_token": {field(t, csrfField, page)}, "idempotency_key": {field(t, keyField, page)}}
+	res, _ := c.do(http.MethodPost, resolvePath, form)
+	wantRedirect(t, res, "/console/payments/"+id+"?done=resolve-pending")
+	_, page = c.do(http.MethodGet, "/console/payments/"+id+"?done=resolve-pending", nil)
+	if !strings.Contains(page, "answer is not known yet") || !strings.Contains(page, `data-discrepancy-id="`+dsc.ID+`" data-status="open"`) ||
+		!strings.Contains(page, `data-resolution="unknown"`) || strings.Contains(page, `id="resolve-`+dsc.ID+`"`) {
+		t.Fatalf("the payment's page does not show the refund in doubt:\n%s", page)
+	}
+
+	fault.Remove()
+	r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, page = c.do(http.MethodGet, "/console/discrepancies?status=resolved", nil)
+	if !strings.Contains(page, `data-discrepancy-id="`+dsc.ID+`" data-status="resolved"`) || !strings.Contains(page, `data-resolution="succeeded"`) {
+		t.Fatalf("the settled refund did not resolve it:\n%s", page)
+	}
+	if got := e.Sim.Stats().Refunds; got != 1 {
+		t.Errorf("refunds at the provider = %d, want 1", got)
+	}
 }

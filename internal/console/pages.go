@@ -352,6 +352,8 @@ var notices = map[string]string{
 	"replay":    "Replayed.",
 	"cancel":    "Cancel sent.",
 	"resolve":   "Discrepancy resolved.",
+	"resolve-pending": "Refund sent; the provider's answer is not known yet. The discrepancy stays open, held by this refund, " +
+		"and is resolved when the refund settles.",
 }
 
 // compare puts our record beside the provider's; a row differs when the two

@@ -101,8 +101,9 @@ const (
 	ResolutionFailed     = "failed"
 )
 
-// held reports whether a refund sent for the discrepancy is in flight.
-func (d *Discrepancy) held() bool {
+// Held reports whether a refund sent for the discrepancy is in flight: it
+// stays open and no other resolve may act.
+func (d *Discrepancy) Held() bool {
 	return d.Resolution != nil && (d.Resolution.Status == ResolutionProcessing || d.Resolution.Status == ResolutionUnknown)
 }
 

@@ -134,7 +134,7 @@ func (rs *resolving) start(ctx context.Context, tx Tx, now time.Time, paymentID,
 		return nil, nil, err
 	}
 	claimedByOther := cur.ClaimedUntil != nil && now.Before(*cur.ClaimedUntil) && !bytes.Equal(cur.ClaimKeyHash, rs.keyHash)
-	if cur.Status != DiscrepancyOpen || cur.held() || claimedByOther {
+	if cur.Status != DiscrepancyOpen || cur.Held() || claimedByOther {
 		return nil, nil, errHeld
 	}
 	if rs.req.Action != ResolveNote && !rs.asked {
