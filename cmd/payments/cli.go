@@ -42,7 +42,7 @@ records what it says, and prints {"examined":…,"resolved":{…},"still_unknown
 default AUDIT_WINDOW) with the provider: status, amounts captured and
 refunded, disputes. Each difference is stored as an open discrepancy (see
 GET /admin/v1/discrepancies); nothing is changed and no money moves. Prints
-{"examined":…,"found":{kind:n},"new":…,"skipped":…}.
+{"examined":…,"found":{kind:n},"new":…,"skipped":…,"lookups_failed":…}.
 
 Either exits 0 unless it could not run.
 

@@ -238,7 +238,8 @@ func runAudit(ctx context.Context, audit *payment.Discrepancies, interval time.D
 			}
 			continue
 		}
-		log.InfoContext(ctx, "audit pass", slog.Int("examined", sum.Examined), slog.Int("new", sum.New), slog.Int("skipped", sum.Skipped))
+		log.InfoContext(ctx, "audit pass", slog.Int("examined", sum.Examined), slog.Int("new", sum.New), slog.Int("skipped", sum.Skipped),
+			slog.Int("lookups_failed", sum.LookupsFailed))
 	}
 }
 
