@@ -122,12 +122,18 @@ func (rs *resolving) prepare(ctx context.Context) error {
 }
 
 // start runs in the transaction that reserves the key: under the
-// discrepancy's lock it checks that this resolve still holds it, then acts.
+// payment's and the discrepancy's locks it checks that this resolve still holds it, then acts.
 // A refund is only started here; note and adopt complete at once.
 func (rs *resolving) start(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
 	dtx, ok := tx.(DiscrepancyTx)
 	if !ok {
 		return nil, nil, errors.New("payment: the store cannot resolve discrepancies")
+	}
+	// Lock order everywhere: key, payment, discrepancy (as settling a
+	// refund takes them).
+	p, err := tx.PaymentLock(ctx, rs.acct.ID, paymentID)
+	if err != nil {
+		return nil, nil, err
 	}
 	cur, err := dtx.DiscrepancyLock(ctx, rs.id)
 	if err != nil {
@@ -139,10 +145,6 @@ func (rs *resolving) start(ctx context.Context, tx Tx, now time.Time, paymentID,
 	}
 	if rs.req.Action != ResolveNote && !rs.asked {
 		return nil, nil, Errorf(CodeUnavailable, "the resolution was not prepared; retry")
-	}
-	p, err := tx.PaymentLock(ctx, rs.acct.ID, paymentID)
-	if err != nil {
-		return nil, nil, err
 	}
 	details := map[string]any{"discrepancy_id": cur.ID, "kind": string(cur.Kind), "resolution": string(rs.req.Action)}
 	switch rs.req.Action {
