@@ -243,7 +243,8 @@ func TestResolveRefund(t *testing.T) {
 		e := apitest.New(t, apitest.Options{})
 		for i := range 4 {
 			pay, _, dsc := paidBehind(t, e, fmt.Sprintf("rs-race-%d", i))
-			before := e.Sim.Stats().Refunds
+			stats := e.Sim.Stats()
+			before := stats.Refunds
 			var wg sync.WaitGroup
 			answers := map[string]*apitest.Response{}
 			var mu sync.Mutex
@@ -270,6 +271,11 @@ func TestResolveRefund(t *testing.T) {
 				if refunded != 0 || ref.Code(t) != "invalid_state" {
 					t.Errorf("race %d: note won, refund %s, refunds at the provider %d", i, ref.Body, refunded)
 				}
+				// The losing refund made no provider call at all, not even a
+				// lookup: the note held the discrepancy first.
+				if calls := e.Sim.Stats().Requests - stats.Requests; calls != 0 {
+					t.Errorf("race %d: the losing refund made %d provider calls", i, calls)
+				}
 				wantMoney(t, e, pay, "canceled", 0, 0)
 				if got := refundRows(t, e, pay); len(got) != 0 {
 					t.Errorf("race %d: refunds %v after the note won", i, got)
@@ -278,6 +284,22 @@ func TestResolveRefund(t *testing.T) {
 				t.Errorf("race %d: refund %d %s, note %d %s; want exactly one 200", i, ref.Status, ref.Body, note.Status, note.Body)
 			}
 		}
+	})
+
+	t.Run("RefundAfterANoteMakesNoProviderCall", func(t *testing.T) {
+		t.Parallel()
+		e := apitest.New(t, apitest.Options{})
+		pay, _, dsc := paidBehind(t, e, "rs-after-note")
+		apitest.WantStatus(t, resolveDsc(e, dsc, "r-note", "note"), http.StatusOK)
+		stats := e.Sim.Stats()
+		r := resolveDsc(e, dsc, "r-refund", "refund")
+		if r.Status != http.StatusConflict || r.Code(t) != "invalid_state" {
+			t.Fatalf("refund after a note: %d %s", r.Status, r.Body)
+		}
+		if calls := e.Sim.Stats().Requests - stats.Requests; calls != 0 {
+			t.Errorf("the refused refund made %d provider calls", calls)
+		}
+		wantMoney(t, e, pay, "canceled", 0, 0)
 	})
 
 	t.Run("MerchantKeyCannotCollide", func(t *testing.T) {
