@@ -112,11 +112,13 @@ func TestReconcileAudit(t *testing.T) {
 		Found    map[string]int `json:"found"`
 		New      int            `json:"new"`
 		Skipped  int            `json:"skipped"`
+		// LookupsFailed counts refund or dispute lookups that failed.
+		LookupsFailed int `json:"lookups_failed"`
 	}
 	if err := dec.Decode(&sum); err != nil || dec.More() || strings.Contains(out, "\n") {
 		t.Fatalf("stdout is not exactly one JSON summary (%v):\n%s", err, out)
 	}
-	if sum.Examined != 1 || sum.New != 1 || !reflect.DeepEqual(sum.Found, map[string]int{"amount_refunded_mismatch": 1}) {
+	if sum.Examined != 1 || sum.New != 1 || sum.LookupsFailed != 0 || !reflect.DeepEqual(sum.Found, map[string]int{"amount_refunded_mismatch": 1}) {
 		t.Fatalf("summary = %s", out)
 	}
 }
