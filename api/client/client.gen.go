@@ -410,6 +410,7 @@ const (
 	ProblemCodeOutcomeUnknown           ProblemCode = "outcome_unknown"
 	ProblemCodeProviderCredentialsInUse ProblemCode = "provider_credentials_in_use"
 	ProblemCodeProviderRejected         ProblemCode = "provider_rejected"
+	ProblemCodeRateLimited              ProblemCode = "rate_limited"
 	ProblemCodeRefundExceedsCaptured    ProblemCode = "refund_exceeds_captured"
 	ProblemCodeRequestTooLarge          ProblemCode = "request_too_large"
 	ProblemCodeUnauthorized             ProblemCode = "unauthorized"
@@ -445,6 +446,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeProviderCredentialsInUse:
 		return true
 	case ProblemCodeProviderRejected:
+		return true
+	case ProblemCodeRateLimited:
 		return true
 	case ProblemCodeRefundExceedsCaptured:
 		return true
@@ -1584,6 +1587,9 @@ type PaymentResult = Payment
 // PaymentUnknown defines model for PaymentUnknown.
 type PaymentUnknown = Payment
 
+// RateLimited An RFC 9457 problem document (`application/problem+json`).
+type RateLimited = Problem
+
 // RequestTooLarge An RFC 9457 problem document (`application/problem+json`).
 type RequestTooLarge = Problem
 
@@ -2714,7 +2720,8 @@ type ClientInterface interface {
 	//
 	// Requests by route and status, idempotency outcomes
 	// (new/replayed/in_use/reused), provider outcomes, payments by status,
-	// reconciler resolutions and the event backlog.
+	// reconciler resolutions and the event backlog. With `METRICS_ADDR`
+	// set, served on that address only: here it is then 404.
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3374,7 +3381,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 //
 // Requests by route and status, idempotency outcomes
 // (new/replayed/in_use/reused), provider outcomes, payments by status,
-// reconciler resolutions and the event backlog.
+// reconciler resolutions and the event backlog. With `METRICS_ADDR`
+// set, served on that address only: here it is then 404.
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6341,7 +6349,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requests by route and status, idempotency outcomes
 	// (new/replayed/in_use/reused), provider outcomes, payments by status,
-	// reconciler resolutions and the event backlog.
+	// reconciler resolutions and the event backlog. With `METRICS_ADDR`
+	// set, served on that address only: here it is then 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6687,6 +6696,12 @@ type AdminCreateAccountResponse415Headers struct {
 	XRequestId *string
 }
 
+// AdminCreateAccountResponse429Headers the declared response headers of an HTTP 429 response for AdminCreateAccount
+type AdminCreateAccountResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminCreateAccountResponse503Headers the declared response headers of an HTTP 503 response for AdminCreateAccount
 type AdminCreateAccountResponse503Headers struct {
 	RetryAfter *int
@@ -6710,6 +6725,8 @@ type AdminCreateAccountResponse struct {
 	ApplicationproblemJSON413 *RequestTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
@@ -6726,6 +6743,8 @@ type AdminCreateAccountResponse struct {
 	Headers413 *AdminCreateAccountResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *AdminCreateAccountResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminCreateAccountResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminCreateAccountResponse503Headers
 }
@@ -6763,6 +6782,11 @@ func (r AdminCreateAccountResponse) GetApplicationproblemJSON413() *RequestTooLa
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r AdminCreateAccountResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminCreateAccountResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -6814,6 +6838,12 @@ type AdminListDiscrepanciesResponse401Headers struct {
 	XRequestId *string
 }
 
+// AdminListDiscrepanciesResponse429Headers the declared response headers of an HTTP 429 response for AdminListDiscrepancies
+type AdminListDiscrepanciesResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListDiscrepanciesResponse503Headers the declared response headers of an HTTP 503 response for AdminListDiscrepancies
 type AdminListDiscrepanciesResponse503Headers struct {
 	RetryAfter *int
@@ -6829,6 +6859,8 @@ type AdminListDiscrepanciesResponse struct {
 	ApplicationproblemJSON400 *InvalidRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -6837,6 +6869,8 @@ type AdminListDiscrepanciesResponse struct {
 	Headers400 *AdminListDiscrepanciesResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AdminListDiscrepanciesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListDiscrepanciesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListDiscrepanciesResponse503Headers
 }
@@ -6854,6 +6888,11 @@ func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON400() *InvalidR
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -6905,6 +6944,12 @@ type AdminGetDiscrepancyResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminGetDiscrepancyResponse429Headers the declared response headers of an HTTP 429 response for AdminGetDiscrepancy
+type AdminGetDiscrepancyResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminGetDiscrepancyResponse503Headers the declared response headers of an HTTP 503 response for AdminGetDiscrepancy
 type AdminGetDiscrepancyResponse503Headers struct {
 	RetryAfter *int
@@ -6920,6 +6965,8 @@ type AdminGetDiscrepancyResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -6928,6 +6975,8 @@ type AdminGetDiscrepancyResponse struct {
 	Headers401 *AdminGetDiscrepancyResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminGetDiscrepancyResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminGetDiscrepancyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminGetDiscrepancyResponse503Headers
 }
@@ -6945,6 +6994,11 @@ func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON401() *Unauthorize
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7023,6 +7077,12 @@ type AdminResolveDiscrepancyResponse422Headers struct {
 	XRequestId *string
 }
 
+// AdminResolveDiscrepancyResponse429Headers the declared response headers of an HTTP 429 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminResolveDiscrepancyResponse500Headers the declared response headers of an HTTP 500 response for AdminResolveDiscrepancy
 type AdminResolveDiscrepancyResponse500Headers struct {
 	XRequestId *string
@@ -7053,6 +7113,8 @@ type AdminResolveDiscrepancyResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *IdempotencyKeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7073,6 +7135,8 @@ type AdminResolveDiscrepancyResponse struct {
 	Headers415 *AdminResolveDiscrepancyResponse415Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *AdminResolveDiscrepancyResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminResolveDiscrepancyResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AdminResolveDiscrepancyResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7117,6 +7181,11 @@ func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON415() *Unsuppo
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7178,6 +7247,12 @@ type AdminListEventDeliveriesResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminListEventDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for AdminListEventDeliveries
+type AdminListEventDeliveriesResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListEventDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for AdminListEventDeliveries
 type AdminListEventDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -7195,6 +7270,8 @@ type AdminListEventDeliveriesResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -7205,6 +7282,8 @@ type AdminListEventDeliveriesResponse struct {
 	Headers401 *AdminListEventDeliveriesResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminListEventDeliveriesResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListEventDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListEventDeliveriesResponse503Headers
 }
@@ -7227,6 +7306,11 @@ func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON401() *Unauth
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7293,6 +7377,12 @@ type AdminRedeliverEventResponse415Headers struct {
 	XRequestId *string
 }
 
+// AdminRedeliverEventResponse429Headers the declared response headers of an HTTP 429 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminRedeliverEventResponse503Headers the declared response headers of an HTTP 503 response for AdminRedeliverEvent
 type AdminRedeliverEventResponse503Headers struct {
 	RetryAfter *int
@@ -7321,6 +7411,8 @@ type AdminRedeliverEventResponse struct {
 	ApplicationproblemJSON413 *RequestTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
@@ -7335,6 +7427,8 @@ type AdminRedeliverEventResponse struct {
 	Headers413 *AdminRedeliverEventResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *AdminRedeliverEventResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminRedeliverEventResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminRedeliverEventResponse503Headers
 }
@@ -7374,6 +7468,11 @@ func (r AdminRedeliverEventResponse) GetApplicationproblemJSON413() *RequestTooL
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r AdminRedeliverEventResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminRedeliverEventResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7430,6 +7529,12 @@ type AdminListPaymentsResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminListPaymentsResponse429Headers the declared response headers of an HTTP 429 response for AdminListPayments
+type AdminListPaymentsResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListPaymentsResponse503Headers the declared response headers of an HTTP 503 response for AdminListPayments
 type AdminListPaymentsResponse503Headers struct {
 	RetryAfter *int
@@ -7447,6 +7552,8 @@ type AdminListPaymentsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -7457,6 +7564,8 @@ type AdminListPaymentsResponse struct {
 	Headers401 *AdminListPaymentsResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminListPaymentsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListPaymentsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListPaymentsResponse503Headers
 }
@@ -7479,6 +7588,11 @@ func (r AdminListPaymentsResponse) GetApplicationproblemJSON401() *Unauthorized 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminListPaymentsResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListPaymentsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7530,6 +7644,12 @@ type AdminGetPaymentResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminGetPaymentResponse429Headers the declared response headers of an HTTP 429 response for AdminGetPayment
+type AdminGetPaymentResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminGetPaymentResponse503Headers the declared response headers of an HTTP 503 response for AdminGetPayment
 type AdminGetPaymentResponse503Headers struct {
 	RetryAfter *int
@@ -7545,6 +7665,8 @@ type AdminGetPaymentResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -7553,6 +7675,8 @@ type AdminGetPaymentResponse struct {
 	Headers401 *AdminGetPaymentResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminGetPaymentResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminGetPaymentResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminGetPaymentResponse503Headers
 }
@@ -7570,6 +7694,11 @@ func (r AdminGetPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminGetPaymentResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminGetPaymentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7636,6 +7765,12 @@ type AdminReconcilePaymentResponse415Headers struct {
 	XRequestId *string
 }
 
+// AdminReconcilePaymentResponse429Headers the declared response headers of an HTTP 429 response for AdminReconcilePayment
+type AdminReconcilePaymentResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminReconcilePaymentResponse500Headers the declared response headers of an HTTP 500 response for AdminReconcilePayment
 type AdminReconcilePaymentResponse500Headers struct {
 	XRequestId *string
@@ -7662,6 +7797,8 @@ type AdminReconcilePaymentResponse struct {
 	ApplicationproblemJSON413 *RequestTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7678,6 +7815,8 @@ type AdminReconcilePaymentResponse struct {
 	Headers413 *AdminReconcilePaymentResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *AdminReconcilePaymentResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminReconcilePaymentResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AdminReconcilePaymentResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7712,6 +7851,11 @@ func (r AdminReconcilePaymentResponse) GetApplicationproblemJSON413() *RequestTo
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r AdminReconcilePaymentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminReconcilePaymentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7801,6 +7945,12 @@ type AdminReplayPaymentResponse422Headers struct {
 	XRequestId *string
 }
 
+// AdminReplayPaymentResponse429Headers the declared response headers of an HTTP 429 response for AdminReplayPayment
+type AdminReplayPaymentResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminReplayPaymentResponse500Headers the declared response headers of an HTTP 500 response for AdminReplayPayment
 type AdminReplayPaymentResponse500Headers struct {
 	XRequestId *string
@@ -7833,6 +7983,8 @@ type AdminReplayPaymentResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *IdempotencyKeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7855,6 +8007,8 @@ type AdminReplayPaymentResponse struct {
 	Headers415 *AdminReplayPaymentResponse415Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *AdminReplayPaymentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminReplayPaymentResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AdminReplayPaymentResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7904,6 +8058,11 @@ func (r AdminReplayPaymentResponse) GetApplicationproblemJSON415() *UnsupportedM
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r AdminReplayPaymentResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminReplayPaymentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7960,6 +8119,12 @@ type AdminListWebhookEndpointsResponse401Headers struct {
 	XRequestId *string
 }
 
+// AdminListWebhookEndpointsResponse429Headers the declared response headers of an HTTP 429 response for AdminListWebhookEndpoints
+type AdminListWebhookEndpointsResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListWebhookEndpointsResponse503Headers the declared response headers of an HTTP 503 response for AdminListWebhookEndpoints
 type AdminListWebhookEndpointsResponse503Headers struct {
 	RetryAfter *int
@@ -7975,6 +8140,8 @@ type AdminListWebhookEndpointsResponse struct {
 	ApplicationproblemJSON400 *InvalidRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -7983,6 +8150,8 @@ type AdminListWebhookEndpointsResponse struct {
 	Headers400 *AdminListWebhookEndpointsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AdminListWebhookEndpointsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListWebhookEndpointsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListWebhookEndpointsResponse503Headers
 }
@@ -8000,6 +8169,11 @@ func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON400() *Inval
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -8056,6 +8230,12 @@ type AdminListWebhookEndpointDeliveriesResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminListWebhookEndpointDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for AdminListWebhookEndpointDeliveries
+type AdminListWebhookEndpointDeliveriesResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListWebhookEndpointDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for AdminListWebhookEndpointDeliveries
 type AdminListWebhookEndpointDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -8073,6 +8253,8 @@ type AdminListWebhookEndpointDeliveriesResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -8083,6 +8265,8 @@ type AdminListWebhookEndpointDeliveriesResponse struct {
 	Headers401 *AdminListWebhookEndpointDeliveriesResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminListWebhookEndpointDeliveriesResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListWebhookEndpointDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListWebhookEndpointDeliveriesResponse503Headers
 }
@@ -8105,6 +8289,11 @@ func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON401
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -10768,7 +10957,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 //
 // Requests by route and status, idempotency outcomes
 // (new/replayed/in_use/reused), provider outcomes, payments by status,
-// reconciler resolutions and the event backlog.
+// reconciler resolutions and the event backlog. With `METRICS_ADDR`
+// set, served on that address only: here it is then 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11309,6 +11499,13 @@ func ParseAdminCreateAccountResponse(rsp *http.Response) (*AdminCreateAccountRes
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11389,6 +11586,23 @@ func ParseAdminCreateAccountResponse(rsp *http.Response) (*AdminCreateAccountRes
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminCreateAccountResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminCreateAccountResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11446,6 +11660,13 @@ func ParseAdminListDiscrepanciesResponse(rsp *http.Response) (*AdminListDiscrepa
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11486,6 +11707,23 @@ func ParseAdminListDiscrepanciesResponse(rsp *http.Response) (*AdminListDiscrepa
 			headers.XRequestId = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListDiscrepanciesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListDiscrepanciesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11543,6 +11781,13 @@ func ParseAdminGetDiscrepancyResponse(rsp *http.Response) (*AdminGetDiscrepancyR
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11583,6 +11828,23 @@ func ParseAdminGetDiscrepancyResponse(rsp *http.Response) (*AdminGetDiscrepancyR
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminGetDiscrepancyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminGetDiscrepancyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11674,6 +11936,13 @@ func ParseAdminResolveDiscrepancyResponse(rsp *http.Response) (*AdminResolveDisc
 			return nil, err
 		}
 		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -11786,6 +12055,23 @@ func ParseAdminResolveDiscrepancyResponse(rsp *http.Response) (*AdminResolveDisc
 			headers.XRequestId = &value
 		}
 		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminResolveDiscrepancyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AdminResolveDiscrepancyResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -11860,6 +12146,13 @@ func ParseAdminListEventDeliveriesResponse(rsp *http.Response) (*AdminListEventD
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11910,6 +12203,23 @@ func ParseAdminListEventDeliveriesResponse(rsp *http.Response) (*AdminListEventD
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListEventDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListEventDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11995,6 +12305,13 @@ func ParseAdminRedeliverEventResponse(rsp *http.Response) (*AdminRedeliverEventR
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12065,6 +12382,23 @@ func ParseAdminRedeliverEventResponse(rsp *http.Response) (*AdminRedeliverEventR
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminRedeliverEventResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminRedeliverEventResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12129,6 +12463,13 @@ func ParseAdminListPaymentsResponse(rsp *http.Response) (*AdminListPaymentsRespo
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12179,6 +12520,23 @@ func ParseAdminListPaymentsResponse(rsp *http.Response) (*AdminListPaymentsRespo
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListPaymentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListPaymentsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12236,6 +12594,13 @@ func ParseAdminGetPaymentResponse(rsp *http.Response) (*AdminGetPaymentResponse,
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12276,6 +12641,23 @@ func ParseAdminGetPaymentResponse(rsp *http.Response) (*AdminGetPaymentResponse,
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminGetPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminGetPaymentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12354,6 +12736,13 @@ func ParseAdminReconcilePaymentResponse(rsp *http.Response) (*AdminReconcilePaym
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12431,6 +12820,23 @@ func ParseAdminReconcilePaymentResponse(rsp *http.Response) (*AdminReconcilePaym
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminReconcilePaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AdminReconcilePaymentResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -12539,6 +12945,13 @@ func ParseAdminReplayPaymentResponse(rsp *http.Response) (*AdminReplayPaymentRes
 			return nil, err
 		}
 		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -12668,6 +13081,23 @@ func ParseAdminReplayPaymentResponse(rsp *http.Response) (*AdminReplayPaymentRes
 			headers.XRequestId = &value
 		}
 		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminReplayPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AdminReplayPaymentResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -12735,6 +13165,13 @@ func ParseAdminListWebhookEndpointsResponse(rsp *http.Response) (*AdminListWebho
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12775,6 +13212,23 @@ func ParseAdminListWebhookEndpointsResponse(rsp *http.Response) (*AdminListWebho
 			headers.XRequestId = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListWebhookEndpointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListWebhookEndpointsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12839,6 +13293,13 @@ func ParseAdminListWebhookEndpointDeliveriesResponse(rsp *http.Response) (*Admin
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12889,6 +13350,23 @@ func ParseAdminListWebhookEndpointDeliveriesResponse(rsp *http.Response) (*Admin
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListWebhookEndpointDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListWebhookEndpointDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
