@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -57,6 +58,26 @@ func TestMetricsAddrServesMetricsOnlyThere(t *testing.T) {
 	for _, path := range []string{"/healthz", "/v1/payments", "/admin/v1/payments", "/console/sign-in"} {
 		if status, _ := get(t, "http://"+metricsAddr+path); status != http.StatusNotFound {
 			t.Errorf("METRICS_ADDR %s = %d, want 404", path, status)
+		}
+	}
+}
+
+func TestLoadConfigTrustedProxies(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env("TRUSTED_PROXY_CIDRS", "10.0.0.0/8, 192.0.2.7,2001:db8::/32"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(c.TrustedProxies); got != "[10.0.0.0/8 192.0.2.7/32 2001:db8::/32]" {
+		t.Fatalf("TRUSTED_PROXY_CIDRS = %s", got)
+	}
+	if c, _ := loadConfig(env()); len(c.TrustedProxies) != 0 || c.MetricsAddr != "" {
+		t.Fatalf("defaults: %v, %q; want no trusted proxy and no METRICS_ADDR", c.TrustedProxies, c.MetricsAddr)
+	}
+	for _, bad := range [][]string{{"TRUSTED_PROXY_CIDRS", "10.0.0.0/33"}, {"TRUSTED_PROXY_CIDRS", "proxy.local"},
+		{"METRICS_ADDR", ":8080"}} {
+		if _, err := loadConfig(env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%s: err %v, want one naming the setting", bad[0], bad[1], err)
 		}
 	}
 }
