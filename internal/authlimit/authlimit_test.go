@@ -141,3 +141,23 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestConcurrentUse(t *testing.T) {
+	l, _ := newTestLimiter(Config{Capacity: 50})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				a := netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, byte(g), byte(i % 60)}), 32)
+				l.Fail(a)
+				l.Blocked(a)
+			}
+		}()
+	}
+	wg.Wait()
+	if l.Len() > 50 {
+		t.Fatalf("%d addresses kept, capacity 50", l.Len())
+	}
+}
