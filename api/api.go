@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/authlimit"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/payment"
@@ -32,6 +33,11 @@ type Config struct {
 	Logger   *slog.Logger
 	// AdminToken enables /admin/v1; empty disables it (404).
 	AdminToken string
+	// AuthLimiter counts failed admin authentications per client address;
+	// the console's sign-in must share it. Nil: one of this server's own.
+	AuthLimiter *authlimit.Limiter
+	// NoMetrics leaves /metrics out, when METRICS_ADDR serves it instead.
+	NoMetrics bool
 	// Console, when set, is served at /console/ (the operations console,
 	// which exists only with an admin token).
 	Console http.Handler
@@ -50,6 +56,8 @@ type Server struct {
 	metrics       *metrics.Metrics
 	log           *slog.Logger
 	adminToken    string
+	authLimiter   *authlimit.Limiter
+	noMetrics     bool
 	console       http.Handler
 	discrepancies *payment.Discrepancies
 	webhooks      *notify.Service
@@ -60,9 +68,12 @@ func New(c Config) (*Server, error) {
 	if c.Payments == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil || c.Discrepancies == nil {
 		return nil, errors.New("api: payments, discrepancies, accounts, readiness, metrics and logger are required")
 	}
+	if c.AuthLimiter == nil {
+		c.AuthLimiter = authlimit.New(authlimit.Config{})
+	}
 	return &Server{payments: c.Payments, accounts: c.Accounts, ready: c.Ready,
-		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, console: c.Console,
-		discrepancies: c.Discrepancies, webhooks: c.Webhooks}, nil
+		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, authLimiter: c.AuthLimiter,
+		noMetrics: c.NoMetrics, console: c.Console, discrepancies: c.Discrepancies, webhooks: c.Webhooks}, nil
 }
 
 // Handler returns the routes with their middleware stack.
@@ -94,9 +105,9 @@ func (s *Server) Handler() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.Registry,
-		// A collector in error must not take the other series down with it.
-		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	if !s.noMetrics {
+		r.Method(http.MethodGet, "/metrics", MetricsHandler(s.metrics))
+	}
 
 	// Every POST takes a body; identityBody refuses it compressed.
 	r.Route("/v1", func(r chi.Router) {
@@ -143,6 +154,13 @@ func (s *Server) Handler() http.Handler {
 	}
 	methods = routedMethods(r)
 	return r
+}
+
+// MetricsHandler serves the Prometheus metrics, on the public address or
+// on METRICS_ADDR.
+func MetricsHandler(m *metrics.Metrics) http.Handler {
+	// A collector in error must not take the other series down with it.
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/authlimit"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/go-chi/chi/v5"
@@ -135,14 +136,24 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 }
 
 // adminOnly guards /admin/v1 with ADMIN_TOKEN; unset, the admin API does
-// not exist.
+// not exist. An address with too many recent failures is refused before
+// its token is looked at, so guessing costs a minute per ten tries.
 func (s *Server) adminOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.adminToken == "" {
 			s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
 			return
 		}
+		client := s.authLimiter.Client(r)
+		if wait, blocked := s.authLimiter.Blocked(client); blocked {
+			w.Header().Set("Retry-After", authlimit.RetryAfter(wait))
+			s.writeError(w, r, payment.Errorf(payment.CodeRateLimited, "too many failed admin authentications from this address; retry later"))
+			return
+		}
 		if subtle.ConstantTimeCompare([]byte(bearer(r)), []byte(s.adminToken)) != 1 {
+			if s.authLimiter.Fail(client) {
+				s.log.WarnContext(r.Context(), "admin authentication failures reached the limit", slog.String("client", client.String()))
+			}
 			s.writeError(w, r, payment.Errorf(payment.CodeUnauthorized, "missing or invalid admin token"))
 			return
 		}

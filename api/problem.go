@@ -32,6 +32,7 @@ var statusOf = map[payment.Code]int{
 	payment.CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
 	payment.CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,
 	payment.CodeUnavailable:           http.StatusServiceUnavailable,
+	payment.CodeRateLimited:           http.StatusTooManyRequests,
 	payment.CodeInternal:              http.StatusInternalServerError,
 }
 

@@ -15,6 +15,11 @@ import (
 // maxWebhookBody bounds a provider event.
 const maxWebhookBody = 1 << 20
 
+// webhookRefused is the one answer to an event that cannot be verified,
+// whether the account is unknown, has no webhook secret or the signature
+// is wrong: the answer must not tell which accounts exist.
+const webhookRefused = "the event's Stripe-Signature could not be verified"
+
 // stripeWebhook takes a provider event: a bad signature or an unknown
 // account is a 400 and nothing is stored; anything verified is a 200, also a
 // redelivery, a stale event or one about an object the service does not
@@ -27,7 +32,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	acct, err := s.accounts.Get(r.Context(), chi.URLParam(r, "account_id"))
 	if payment.ErrorCode(err) == payment.CodeNotFound || (err == nil && acct.WebhookSecret == "") {
-		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "no webhook endpoint for this account"))
+		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, webhookRefused))
 		return
 	}
 	if err != nil {
@@ -38,7 +43,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, provider.ErrSignature) {
 		s.metrics.Webhook("rejected")
 		s.log.WarnContext(r.Context(), "webhook signature rejected", slog.String("account_id", acct.ID))
-		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "invalid Stripe-Signature"))
+		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, webhookRefused))
 		return
 	}
 	if err != nil {

@@ -64,7 +64,10 @@ export DATABASE_URL
 
 # Secrets of the local installation, made once and kept under .data/.
 [ -s "$DATA/encryption.key" ] || head -c 32 /dev/urandom | base64 > "$DATA/encryption.key"
-[ -s "$DATA/admin.token" ] || head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' > "$DATA/admin.token"
+# The admin token: 64 hex characters (serve refuses one under 32); an
+# older, shorter one is replaced.
+{ [ -s "$DATA/admin.token" ] && [ "$(wc -c < "$DATA/admin.token")" -ge 32 ]; } \
+  || od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$DATA/admin.token"
 [ -s "$DATA/webhook.secret" ] || echo "whsec_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')" > "$DATA/webhook.secret"
 export ENCRYPTION_KEY="$(cat "$DATA/encryption.key")"
 export ADMIN_TOKEN="$(cat "$DATA/admin.token")"

@@ -458,6 +458,7 @@ const (
 	ProblemCodeOutcomeUnknown           ProblemCode = "outcome_unknown"
 	ProblemCodeProviderCredentialsInUse ProblemCode = "provider_credentials_in_use"
 	ProblemCodeProviderRejected         ProblemCode = "provider_rejected"
+	ProblemCodeRateLimited              ProblemCode = "rate_limited"
 	ProblemCodeRefundExceedsCaptured    ProblemCode = "refund_exceeds_captured"
 	ProblemCodeRequestTooLarge          ProblemCode = "request_too_large"
 	ProblemCodeUnauthorized             ProblemCode = "unauthorized"
@@ -493,6 +494,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeProviderCredentialsInUse:
 		return true
 	case ProblemCodeProviderRejected:
+		return true
+	case ProblemCodeRateLimited:
 		return true
 	case ProblemCodeRefundExceedsCaptured:
 		return true
@@ -1659,6 +1662,9 @@ type PaymentResult = Payment
 // PaymentUnknown defines model for PaymentUnknown.
 type PaymentUnknown = Payment
 
+// RateLimited An RFC 9457 problem document (`application/problem+json`).
+type RateLimited = Problem
+
 // RequestTooLarge An RFC 9457 problem document (`application/problem+json`).
 type RequestTooLarge = Problem
 
@@ -2801,7 +2807,8 @@ type ClientInterface interface {
 	//
 	// Requests by route and status, idempotency outcomes
 	// (new/replayed/in_use/reused), provider outcomes, payments by status,
-	// reconciler resolutions and the event backlog.
+	// reconciler resolutions and the event backlog. With `METRICS_ADDR`
+	// set, served on that address only: here it is then 404.
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3473,7 +3480,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 //
 // Requests by route and status, idempotency outcomes
 // (new/replayed/in_use/reused), provider outcomes, payments by status,
-// reconciler resolutions and the event backlog.
+// reconciler resolutions and the event backlog. With `METRICS_ADDR`
+// set, served on that address only: here it is then 404.
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6452,7 +6460,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requests by route and status, idempotency outcomes
 	// (new/replayed/in_use/reused), provider outcomes, payments by status,
-	// reconciler resolutions and the event backlog.
+	// reconciler resolutions and the event backlog. With `METRICS_ADDR`
+	// set, served on that address only: here it is then 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6798,6 +6807,12 @@ type AdminCreateAccountResponse415Headers struct {
 	XRequestId *string
 }
 
+// AdminCreateAccountResponse429Headers the declared response headers of an HTTP 429 response for AdminCreateAccount
+type AdminCreateAccountResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminCreateAccountResponse503Headers the declared response headers of an HTTP 503 response for AdminCreateAccount
 type AdminCreateAccountResponse503Headers struct {
 	RetryAfter *int
@@ -6821,6 +6836,8 @@ type AdminCreateAccountResponse struct {
 	ApplicationproblemJSON413 *RequestTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
@@ -6837,6 +6854,8 @@ type AdminCreateAccountResponse struct {
 	Headers413 *AdminCreateAccountResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *AdminCreateAccountResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminCreateAccountResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminCreateAccountResponse503Headers
 }
@@ -6874,6 +6893,11 @@ func (r AdminCreateAccountResponse) GetApplicationproblemJSON413() *RequestTooLa
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r AdminCreateAccountResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminCreateAccountResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -6925,6 +6949,12 @@ type AdminListDiscrepanciesResponse401Headers struct {
 	XRequestId *string
 }
 
+// AdminListDiscrepanciesResponse429Headers the declared response headers of an HTTP 429 response for AdminListDiscrepancies
+type AdminListDiscrepanciesResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListDiscrepanciesResponse503Headers the declared response headers of an HTTP 503 response for AdminListDiscrepancies
 type AdminListDiscrepanciesResponse503Headers struct {
 	RetryAfter *int
@@ -6940,6 +6970,8 @@ type AdminListDiscrepanciesResponse struct {
 	ApplicationproblemJSON400 *InvalidRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -6948,6 +6980,8 @@ type AdminListDiscrepanciesResponse struct {
 	Headers400 *AdminListDiscrepanciesResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AdminListDiscrepanciesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListDiscrepanciesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListDiscrepanciesResponse503Headers
 }
@@ -6965,6 +6999,11 @@ func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON400() *InvalidR
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListDiscrepanciesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7016,6 +7055,12 @@ type AdminGetDiscrepancyResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminGetDiscrepancyResponse429Headers the declared response headers of an HTTP 429 response for AdminGetDiscrepancy
+type AdminGetDiscrepancyResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminGetDiscrepancyResponse503Headers the declared response headers of an HTTP 503 response for AdminGetDiscrepancy
 type AdminGetDiscrepancyResponse503Headers struct {
 	RetryAfter *int
@@ -7031,6 +7076,8 @@ type AdminGetDiscrepancyResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -7039,6 +7086,8 @@ type AdminGetDiscrepancyResponse struct {
 	Headers401 *AdminGetDiscrepancyResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminGetDiscrepancyResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminGetDiscrepancyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminGetDiscrepancyResponse503Headers
 }
@@ -7056,6 +7105,11 @@ func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON401() *Unauthorize
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminGetDiscrepancyResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7140,6 +7194,12 @@ type AdminResolveDiscrepancyResponse422Headers struct {
 	XRequestId *string
 }
 
+// AdminResolveDiscrepancyResponse429Headers the declared response headers of an HTTP 429 response for AdminResolveDiscrepancy
+type AdminResolveDiscrepancyResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminResolveDiscrepancyResponse500Headers the declared response headers of an HTTP 500 response for AdminResolveDiscrepancy
 type AdminResolveDiscrepancyResponse500Headers struct {
 	XRequestId *string
@@ -7172,6 +7232,8 @@ type AdminResolveDiscrepancyResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *IdempotencyKeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7194,6 +7256,8 @@ type AdminResolveDiscrepancyResponse struct {
 	Headers415 *AdminResolveDiscrepancyResponse415Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *AdminResolveDiscrepancyResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminResolveDiscrepancyResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AdminResolveDiscrepancyResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7243,6 +7307,11 @@ func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON415() *Unsuppo
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminResolveDiscrepancyResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7304,6 +7373,12 @@ type AdminListEventDeliveriesResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminListEventDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for AdminListEventDeliveries
+type AdminListEventDeliveriesResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListEventDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for AdminListEventDeliveries
 type AdminListEventDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -7321,6 +7396,8 @@ type AdminListEventDeliveriesResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -7331,6 +7408,8 @@ type AdminListEventDeliveriesResponse struct {
 	Headers401 *AdminListEventDeliveriesResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminListEventDeliveriesResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListEventDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListEventDeliveriesResponse503Headers
 }
@@ -7353,6 +7432,11 @@ func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON401() *Unauth
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListEventDeliveriesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7419,6 +7503,12 @@ type AdminRedeliverEventResponse415Headers struct {
 	XRequestId *string
 }
 
+// AdminRedeliverEventResponse429Headers the declared response headers of an HTTP 429 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminRedeliverEventResponse503Headers the declared response headers of an HTTP 503 response for AdminRedeliverEvent
 type AdminRedeliverEventResponse503Headers struct {
 	RetryAfter *int
@@ -7447,6 +7537,8 @@ type AdminRedeliverEventResponse struct {
 	ApplicationproblemJSON413 *RequestTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
@@ -7461,6 +7553,8 @@ type AdminRedeliverEventResponse struct {
 	Headers413 *AdminRedeliverEventResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *AdminRedeliverEventResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminRedeliverEventResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminRedeliverEventResponse503Headers
 }
@@ -7500,6 +7594,11 @@ func (r AdminRedeliverEventResponse) GetApplicationproblemJSON413() *RequestTooL
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r AdminRedeliverEventResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminRedeliverEventResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7556,6 +7655,12 @@ type AdminListPaymentsResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminListPaymentsResponse429Headers the declared response headers of an HTTP 429 response for AdminListPayments
+type AdminListPaymentsResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListPaymentsResponse503Headers the declared response headers of an HTTP 503 response for AdminListPayments
 type AdminListPaymentsResponse503Headers struct {
 	RetryAfter *int
@@ -7573,6 +7678,8 @@ type AdminListPaymentsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -7583,6 +7690,8 @@ type AdminListPaymentsResponse struct {
 	Headers401 *AdminListPaymentsResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminListPaymentsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListPaymentsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListPaymentsResponse503Headers
 }
@@ -7605,6 +7714,11 @@ func (r AdminListPaymentsResponse) GetApplicationproblemJSON401() *Unauthorized 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminListPaymentsResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListPaymentsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7656,6 +7770,12 @@ type AdminGetPaymentResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminGetPaymentResponse429Headers the declared response headers of an HTTP 429 response for AdminGetPayment
+type AdminGetPaymentResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminGetPaymentResponse503Headers the declared response headers of an HTTP 503 response for AdminGetPayment
 type AdminGetPaymentResponse503Headers struct {
 	RetryAfter *int
@@ -7671,6 +7791,8 @@ type AdminGetPaymentResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -7679,6 +7801,8 @@ type AdminGetPaymentResponse struct {
 	Headers401 *AdminGetPaymentResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminGetPaymentResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminGetPaymentResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminGetPaymentResponse503Headers
 }
@@ -7696,6 +7820,11 @@ func (r AdminGetPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminGetPaymentResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminGetPaymentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7762,6 +7891,12 @@ type AdminReconcilePaymentResponse415Headers struct {
 	XRequestId *string
 }
 
+// AdminReconcilePaymentResponse429Headers the declared response headers of an HTTP 429 response for AdminReconcilePayment
+type AdminReconcilePaymentResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminReconcilePaymentResponse500Headers the declared response headers of an HTTP 500 response for AdminReconcilePayment
 type AdminReconcilePaymentResponse500Headers struct {
 	XRequestId *string
@@ -7788,6 +7923,8 @@ type AdminReconcilePaymentResponse struct {
 	ApplicationproblemJSON413 *RequestTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7804,6 +7941,8 @@ type AdminReconcilePaymentResponse struct {
 	Headers413 *AdminReconcilePaymentResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *AdminReconcilePaymentResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminReconcilePaymentResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AdminReconcilePaymentResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7838,6 +7977,11 @@ func (r AdminReconcilePaymentResponse) GetApplicationproblemJSON413() *RequestTo
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r AdminReconcilePaymentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminReconcilePaymentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7927,6 +8071,12 @@ type AdminReplayPaymentResponse422Headers struct {
 	XRequestId *string
 }
 
+// AdminReplayPaymentResponse429Headers the declared response headers of an HTTP 429 response for AdminReplayPayment
+type AdminReplayPaymentResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminReplayPaymentResponse500Headers the declared response headers of an HTTP 500 response for AdminReplayPayment
 type AdminReplayPaymentResponse500Headers struct {
 	XRequestId *string
@@ -7959,6 +8109,8 @@ type AdminReplayPaymentResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *IdempotencyKeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7981,6 +8133,8 @@ type AdminReplayPaymentResponse struct {
 	Headers415 *AdminReplayPaymentResponse415Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *AdminReplayPaymentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminReplayPaymentResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AdminReplayPaymentResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8030,6 +8184,11 @@ func (r AdminReplayPaymentResponse) GetApplicationproblemJSON415() *UnsupportedM
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r AdminReplayPaymentResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminReplayPaymentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -8086,6 +8245,12 @@ type AdminListWebhookEndpointsResponse401Headers struct {
 	XRequestId *string
 }
 
+// AdminListWebhookEndpointsResponse429Headers the declared response headers of an HTTP 429 response for AdminListWebhookEndpoints
+type AdminListWebhookEndpointsResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListWebhookEndpointsResponse503Headers the declared response headers of an HTTP 503 response for AdminListWebhookEndpoints
 type AdminListWebhookEndpointsResponse503Headers struct {
 	RetryAfter *int
@@ -8101,6 +8266,8 @@ type AdminListWebhookEndpointsResponse struct {
 	ApplicationproblemJSON400 *InvalidRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -8109,6 +8276,8 @@ type AdminListWebhookEndpointsResponse struct {
 	Headers400 *AdminListWebhookEndpointsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AdminListWebhookEndpointsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListWebhookEndpointsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListWebhookEndpointsResponse503Headers
 }
@@ -8126,6 +8295,11 @@ func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON400() *Inval
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListWebhookEndpointsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -8182,6 +8356,12 @@ type AdminListWebhookEndpointDeliveriesResponse404Headers struct {
 	XRequestId *string
 }
 
+// AdminListWebhookEndpointDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for AdminListWebhookEndpointDeliveries
+type AdminListWebhookEndpointDeliveriesResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // AdminListWebhookEndpointDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for AdminListWebhookEndpointDeliveries
 type AdminListWebhookEndpointDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -8199,6 +8379,8 @@ type AdminListWebhookEndpointDeliveriesResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -8209,6 +8391,8 @@ type AdminListWebhookEndpointDeliveriesResponse struct {
 	Headers401 *AdminListWebhookEndpointDeliveriesResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdminListWebhookEndpointDeliveriesResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminListWebhookEndpointDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdminListWebhookEndpointDeliveriesResponse503Headers
 }
@@ -8231,6 +8415,11 @@ func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON401
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminListWebhookEndpointDeliveriesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -10906,7 +11095,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 //
 // Requests by route and status, idempotency outcomes
 // (new/replayed/in_use/reused), provider outcomes, payments by status,
-// reconciler resolutions and the event backlog.
+// reconciler resolutions and the event backlog. With `METRICS_ADDR`
+// set, served on that address only: here it is then 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11447,6 +11637,13 @@ func ParseAdminCreateAccountResponse(rsp *http.Response) (*AdminCreateAccountRes
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11527,6 +11724,23 @@ func ParseAdminCreateAccountResponse(rsp *http.Response) (*AdminCreateAccountRes
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminCreateAccountResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminCreateAccountResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11584,6 +11798,13 @@ func ParseAdminListDiscrepanciesResponse(rsp *http.Response) (*AdminListDiscrepa
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11624,6 +11845,23 @@ func ParseAdminListDiscrepanciesResponse(rsp *http.Response) (*AdminListDiscrepa
 			headers.XRequestId = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListDiscrepanciesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListDiscrepanciesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11681,6 +11919,13 @@ func ParseAdminGetDiscrepancyResponse(rsp *http.Response) (*AdminGetDiscrepancyR
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11721,6 +11966,23 @@ func ParseAdminGetDiscrepancyResponse(rsp *http.Response) (*AdminGetDiscrepancyR
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminGetDiscrepancyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminGetDiscrepancyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11819,6 +12081,13 @@ func ParseAdminResolveDiscrepancyResponse(rsp *http.Response) (*AdminResolveDisc
 			return nil, err
 		}
 		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -11948,6 +12217,23 @@ func ParseAdminResolveDiscrepancyResponse(rsp *http.Response) (*AdminResolveDisc
 			headers.XRequestId = &value
 		}
 		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminResolveDiscrepancyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AdminResolveDiscrepancyResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -12022,6 +12308,13 @@ func ParseAdminListEventDeliveriesResponse(rsp *http.Response) (*AdminListEventD
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12072,6 +12365,23 @@ func ParseAdminListEventDeliveriesResponse(rsp *http.Response) (*AdminListEventD
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListEventDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListEventDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12157,6 +12467,13 @@ func ParseAdminRedeliverEventResponse(rsp *http.Response) (*AdminRedeliverEventR
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12227,6 +12544,23 @@ func ParseAdminRedeliverEventResponse(rsp *http.Response) (*AdminRedeliverEventR
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminRedeliverEventResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminRedeliverEventResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12291,6 +12625,13 @@ func ParseAdminListPaymentsResponse(rsp *http.Response) (*AdminListPaymentsRespo
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12341,6 +12682,23 @@ func ParseAdminListPaymentsResponse(rsp *http.Response) (*AdminListPaymentsRespo
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListPaymentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListPaymentsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12398,6 +12756,13 @@ func ParseAdminGetPaymentResponse(rsp *http.Response) (*AdminGetPaymentResponse,
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12438,6 +12803,23 @@ func ParseAdminGetPaymentResponse(rsp *http.Response) (*AdminGetPaymentResponse,
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminGetPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminGetPaymentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12516,6 +12898,13 @@ func ParseAdminReconcilePaymentResponse(rsp *http.Response) (*AdminReconcilePaym
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12593,6 +12982,23 @@ func ParseAdminReconcilePaymentResponse(rsp *http.Response) (*AdminReconcilePaym
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminReconcilePaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AdminReconcilePaymentResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -12701,6 +13107,13 @@ func ParseAdminReplayPaymentResponse(rsp *http.Response) (*AdminReplayPaymentRes
 			return nil, err
 		}
 		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -12830,6 +13243,23 @@ func ParseAdminReplayPaymentResponse(rsp *http.Response) (*AdminReplayPaymentRes
 			headers.XRequestId = &value
 		}
 		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminReplayPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AdminReplayPaymentResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -12897,6 +13327,13 @@ func ParseAdminListWebhookEndpointsResponse(rsp *http.Response) (*AdminListWebho
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12937,6 +13374,23 @@ func ParseAdminListWebhookEndpointsResponse(rsp *http.Response) (*AdminListWebho
 			headers.XRequestId = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListWebhookEndpointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListWebhookEndpointsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -13001,6 +13455,13 @@ func ParseAdminListWebhookEndpointDeliveriesResponse(rsp *http.Response) (*Admin
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13051,6 +13512,23 @@ func ParseAdminListWebhookEndpointDeliveriesResponse(rsp *http.Response) (*Admin
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminListWebhookEndpointDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminListWebhookEndpointDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

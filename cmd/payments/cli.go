@@ -22,12 +22,12 @@ type cliCommand struct {
 var commands = []cliCommand{
 	{name: "serve", summary: "run the HTTP API and the background workers",
 		details: `Applies pending migrations, then serves the API, /healthz, /readyz and
-/metrics on HTTP_ADDR, with the reconciler, the outbox relay and the
-retention purge. SIGTERM drains in-flight requests (up to PROVIDER_TIMEOUT
+/metrics on HTTP_ADDR (on METRICS_ADDR alone when that is set), with the
+reconciler, the outbox relay and the retention purge. SIGTERM drains in-flight requests (up to PROVIDER_TIMEOUT
 plus 5s) before exit. Any number of instances may start at once.
 
-settings: DATABASE_URL, ENCRYPTION_KEY (required); HTTP_ADDR, ADMIN_TOKEN,
-STRIPE_API_BASE, PROVIDER_TIMEOUT, IN_PROGRESS_LEASE and the rest listed in
+settings: DATABASE_URL, ENCRYPTION_KEY (required); HTTP_ADDR, ADMIN_TOKEN
+(at least 32 characters), METRICS_ADDR, TRUSTED_PROXY_CIDRS, STRIPE_API_BASE, PROVIDER_TIMEOUT, IN_PROGRESS_LEASE and the rest listed in
 the README.`},
 	{name: "migrate", summary: "apply database migrations",
 		details: `Applies pending migrations (goose up) under a PostgreSQL session lock, so

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/logging"
 )
@@ -23,8 +26,13 @@ type config struct {
 	// tests only) lets webhook endpoints be http and non-public addresses.
 	WebhookAllowPrivate bool
 	AdminToken          string
-	StripeAPIBase       string
-	EncryptionKey       []byte
+	// MetricsAddr, when set, serves /metrics there and not on HTTPAddr.
+	MetricsAddr string
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// address that failed admin authentications are counted against.
+	TrustedProxies []netip.Prefix
+	StripeAPIBase  string
+	EncryptionKey  []byte
 	// EncryptionKeyPrevious opens secrets not yet moved to EncryptionKey
 	// during a key rotation; nil outside one.
 	EncryptionKeyPrevious []byte
@@ -66,6 +74,36 @@ type config struct {
 // limit, leaving the rest to the money path.
 const defaultAuditRate = 10
 
+// minAdminTokenLen: a shorter ADMIN_TOKEN can be guessed.
+const minAdminTokenLen = 32
+
+// checkAdmin reads the settings of the admin doors: the token's length,
+// the metrics address and the trusted proxies.
+func (c *config) checkAdmin(getenv func(string) string) error {
+	if c.AdminToken != "" && utf8.RuneCountInString(c.AdminToken) < minAdminTokenLen {
+		return fmt.Errorf("ADMIN_TOKEN must have at least %d characters (make one with: openssl rand -hex 32)", minAdminTokenLen)
+	}
+	c.MetricsAddr = getenv("METRICS_ADDR")
+	if c.MetricsAddr != "" && c.MetricsAddr == c.HTTPAddr {
+		return fmt.Errorf("METRICS_ADDR must differ from HTTP_ADDR (%s)", c.HTTPAddr)
+	}
+	for _, v := range strings.Split(getenv("TRUSTED_PROXY_CIDRS"), ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil {
+				return fmt.Errorf("TRUSTED_PROXY_CIDRS must be a comma-separated list of CIDRs such as 10.0.0.0/8, not %q", v)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
+	return nil
+}
+
 // loadConfig returns the first bad or missing setting as one clear error.
 func loadConfig(getenv func(string) string) (config, error) {
 	c := config{
@@ -82,6 +120,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = ":8080"
+	}
+	if err := c.checkAdmin(getenv); err != nil {
+		return c, err
 	}
 	switch v := getenv("WEBHOOK_ALLOW_PRIVATE"); v {
 	case "", "false":

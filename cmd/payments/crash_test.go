@@ -312,6 +312,8 @@ func TestBadSettingStopsStartUp(t *testing.T) {
 		{"HTTP_WRITE_TIMEOUT=10s", "HTTP_WRITE_TIMEOUT"},
 		{"HTTP_IDLE_TIMEOUT=0s", "HTTP_IDLE_TIMEOUT"},
 		{"HTTP_MAX_HEADER_BYTES=lots", "HTTP_MAX_HEADER_BYTES"},
+		{"ADMIN_TOKEN=a", "ADMIN_TOKEN"},
+		{"TRUSTED_PROXY_CIDRS=10.0.0.0/99", "TRUSTED_PROXY_CIDRS"},
 	} {
 		cmd := exec.Command(bin, "serve")
 		cmd.Env = append(os.Environ(), "DATABASE_URL=postgres://127.0.0.1:1/x", "ENCRYPTION_KEY="+key, c.env)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/acmepay/payments/api"
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/authlimit"
 	"github.com/acmepay/payments/internal/console"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
@@ -251,26 +252,23 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer a.db.Close()
-	var con http.Handler
-	if cfg.AdminToken != "" {
-		c, err := console.New(console.Config{Payments: a.payments, Accounts: a.accounts, Discrepancies: a.audit, Store: postgres.NewConsoleStore(a.db),
-			Logger: log, AdminToken: cfg.AdminToken, LastPass: a.reconciler.LastPass})
-		if err != nil {
-			return err
-		}
-		con = c.Handler()
-	}
-	srv, err := api.New(api.Config{Payments: a.payments, Accounts: a.accounts, Ready: a.db, Metrics: a.metrics,
-		Logger: log, AdminToken: cfg.AdminToken, Console: con, Discrepancies: a.audit, Webhooks: a.webhooks})
-	if err != nil {
-		return err
-	}
-	deliveries, err := startDeliveries(ctx, cfg, a, log)
+	srv, err := newAPI(cfg, a, log)
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
+		return err
+	}
+	stopMetrics, err := serveMetrics(cfg, a, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	deliveries, err := startDeliveries(ctx, cfg, a, log)
+	if err != nil {
+		ln.Close()
 		return err
 	}
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
@@ -302,6 +300,42 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	deliveries()
 	log.Info("stopped")
 	return err
+}
+
+// newAPI wires the HTTP API and, with an admin token, the console: one
+// count of failed admin authentications serves both doors.
+func newAPI(cfg config, a *app, log *slog.Logger) (*api.Server, error) {
+	limiter := authlimit.New(authlimit.Config{TrustedProxies: cfg.TrustedProxies})
+	var con http.Handler
+	if cfg.AdminToken != "" {
+		c, err := console.New(console.Config{Payments: a.payments, Accounts: a.accounts, Discrepancies: a.audit, Store: postgres.NewConsoleStore(a.db),
+			Logger: log, AdminToken: cfg.AdminToken, AuthLimiter: limiter, LastPass: a.reconciler.LastPass})
+		if err != nil {
+			return nil, err
+		}
+		con = c.Handler()
+	}
+	return api.New(api.Config{Payments: a.payments, Accounts: a.accounts, Ready: a.db, Metrics: a.metrics,
+		Logger: log, AdminToken: cfg.AdminToken, AuthLimiter: limiter, NoMetrics: cfg.MetricsAddr != "",
+		Console: con, Discrepancies: a.audit, Webhooks: a.webhooks})
+}
+
+// serveMetrics serves /metrics alone on METRICS_ADDR, when it is set, and
+// returns its stop.
+func serveMetrics(cfg config, a *app, log *slog.Logger) (func(), error) {
+	if cfg.MetricsAddr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("METRICS_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", api.MetricsHandler(a.metrics))
+	hs := newHTTPServer(cfg, mux)
+	go func() { _ = hs.Serve(ln) }()
+	log.Info("serving metrics", slog.String("addr", ln.Addr().String()))
+	return func() { _ = hs.Close() }, nil
 }
 
 // startDeliveries runs the webhook delivery worker (River) and returns

@@ -21,6 +21,7 @@ import (
 
 	"github.com/acmepay/payments/api"
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/authlimit"
 	"github.com/acmepay/payments/internal/console"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
@@ -40,8 +41,9 @@ import (
 // EncryptionKey is the test ENCRYPTION_KEY (32 bytes).
 var EncryptionKey = []byte("0123456789abcdef0123456789abcdef")
 
-// AdminToken is the test ADMIN_TOKEN.
-const AdminToken = "admin-token-for-tests-0b9f"
+// AdminToken is the test ADMIN_TOKEN (at least 32 characters, as serve
+// requires).
+const AdminToken = "admin-token-for-tests-0b9f7c2e5d8a41f3"
 
 // Clock is a movable clock: real time plus an offset, so timeouts behave
 // and tests can jump past leases and retention windows.
@@ -209,8 +211,11 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	m.WatchWebhookDeliveries(func(ctx context.Context) (metrics.WebhookDeliveryState, error) {
 		return postgres.NewWebhookStore(db).DeliveryState(ctx, e.Clock.Now())
 	})
+	// One count of failed admin authentications per instance, shared by
+	// its admin API and its console, on the test's clock.
+	limiter := authlimit.New(authlimit.Config{Now: e.Clock.Now})
 	con, err := console.New(console.Config{Payments: svc, Accounts: accounts, Discrepancies: dsc, Store: postgres.NewConsoleStore(db), Logger: log,
-		AdminToken: AdminToken, Now: e.Clock.Now})
+		AdminToken: AdminToken, AuthLimiter: limiter, Now: e.Clock.Now})
 	if err != nil {
 		t.Fatalf("console: %v", err)
 	}
@@ -227,7 +232,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 		e.WebhookWorker.Metrics = m
 	}
 	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken,
-		Console: con.Handler(), Discrepancies: dsc, Webhooks: hooks})
+		AuthLimiter: limiter, Console: con.Handler(), Discrepancies: dsc, Webhooks: hooks})
 	if err != nil {
 		t.Fatalf("api: %v", err)
 	}

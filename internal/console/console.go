@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/authlimit"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/go-chi/chi/v5"
@@ -37,6 +38,11 @@ type Store interface {
 	EventListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Event, error)
 	WebhookDeliveryListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Delivery, error)
 	DiscrepancyCountOpenByKind(ctx context.Context) (map[string]int64, error)
+	// Sessions and used sign-in forms, by the SHA-256 of their ids.
+	SessionCreate(ctx context.Context, idHash []byte, actor string, now, expires time.Time) error
+	SessionGet(ctx context.Context, idHash []byte, now time.Time) (string, error)
+	SessionDelete(ctx context.Context, idHash []byte) error
+	SignInFormUse(ctx context.Context, nonceHash []byte, now, expires time.Time) (bool, error)
 }
 
 // Config wires a Console.
@@ -48,6 +54,9 @@ type Config struct {
 	Store         Store
 	Logger        *slog.Logger
 	AdminToken    string
+	// AuthLimiter counts failed sign-ins per client address; the admin
+	// API must share it. Nil: one of the console's own.
+	AuthLimiter *authlimit.Limiter
 	// LastPass is this instance's last reconciliation pass; nil when no
 	// reconciler runs in this process.
 	LastPass func() (reconcile.Pass, bool)
@@ -78,6 +87,9 @@ func New(c Config) (*Console, error) {
 	}
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = 8 * time.Hour
+	}
+	if c.AuthLimiter == nil {
+		c.AuthLimiter = authlimit.New(authlimit.Config{})
 	}
 	pages := map[string]*template.Template{}
 	names, err := fs.Glob(templateFS, "templates/*.html")
@@ -148,12 +160,12 @@ func sessionOf(r *http.Request) session {
 // page view and action that passes is logged with the actor.
 func (c *Console) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var s session
-		ok := false
-		if ck, err := r.Cookie(sessionCookie); err == nil {
-			s, ok = c.keys.decode(ck.Value, c.cfg.Now())
+		s, err := c.session(r)
+		if err != nil {
+			c.fail(w, r, err)
+			return
 		}
-		if !ok {
+		if s.Actor == "" {
 			next := "/console/"
 			if r.Method == http.MethodGet {
 				next = r.URL.RequestURI()
@@ -190,6 +202,23 @@ func (c *Console) requireSession(next http.Handler) http.Handler {
 	})
 }
 
+// session is the request's session as the server holds it; no actor when
+// there is none (no cookie, signed out, expired).
+func (c *Console) session(r *http.Request) (session, error) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return session{}, nil
+	}
+	actor, err := c.cfg.Store.SessionGet(r.Context(), idHash(ck.Value), c.cfg.Now())
+	if payment.ErrorCode(err) == payment.CodeNotFound {
+		return session{}, nil
+	}
+	if err != nil {
+		return session{}, err
+	}
+	return session{Actor: actor, Nonce: ck.Value}, nil
+}
+
 func equalTokens(a, b string) bool { return a != "" && len(a) == len(b) && constantEq(a, b) }
 
 // validForm refuses text PostgreSQL cannot store before it reaches a query.
@@ -208,46 +237,87 @@ func validForm(v url.Values) bool {
 }
 
 func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
+	c.signInForm(w, r, http.StatusOK, pageData{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+// signInForm renders the sign-in page with a fresh form: a nonce cookie
+// and a token tied to it and to now, good for one sign-in.
+func (c *Console) signInForm(w http.ResponseWriter, r *http.Request, status int, d pageData) {
 	nonce := randomToken()
-	http.SetCookie(w, cookie(r, signInCookie, nonce, 15*time.Minute))
-	c.render(w, r, http.StatusOK, "sign-in", pageData{Title: "Sign in", CSRF: c.keys.signInCSRF(nonce), Next: safeNext(r.URL.Query().Get("next"))})
+	http.SetCookie(w, cookie(r, signInCookie, nonce, signInFormTTL))
+	d.Title, d.CSRF = "Sign in", c.keys.signInCSRF(nonce, c.cfg.Now())
+	c.render(w, r, status, "sign-in", d)
 }
 
 // signIn checks the admin token in constant time. A refusal says only
-// that signing in failed, never which part.
+// that signing in failed, never which part. An address with too many
+// recent failures (here or at the admin API) is refused whatever it sends,
+// and each form is good for one try.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	client := c.cfg.AuthLimiter.Client(r)
+	if wait, blocked := c.cfg.AuthLimiter.Blocked(client); blocked {
+		w.Header().Set("Retry-After", authlimit.RetryAfter(wait))
+		c.render(w, r, http.StatusTooManyRequests, "message", pageData{Title: "Too many attempts",
+			Message: "Too many failed sign-ins from this address. Wait a minute, then try again."})
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	ck, ckErr := r.Cookie(signInCookie)
-	if err := r.ParseForm(); err != nil || ckErr != nil || !validForm(r.PostForm) ||
-		!equalTokens(r.PostForm.Get("csrf_token"), c.keys.signInCSRF(ck.Value)) {
+	if ok, err := c.useSignInForm(r); err != nil || !ok {
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
 		c.render(w, r, http.StatusForbidden, "message", pageData{Title: "Form refused",
-			Message: "The sign-in form has expired. Go back, reload the page and try again."})
+			Message: "The sign-in form has expired or was already used. Go back, reload the page and try again."})
 		return
 	}
 	actor := strings.TrimSpace(r.PostForm.Get("actor"))
-	next := safeNext(r.PostForm.Get("next"))
-	again := func(status int, msg string) {
-		nonce := randomToken()
-		http.SetCookie(w, cookie(r, signInCookie, nonce, 15*time.Minute))
-		c.render(w, r, status, "sign-in", pageData{Title: "Sign in", CSRF: c.keys.signInCSRF(nonce), Next: next, Error: msg, Actor: actor})
-	}
+	d := pageData{Next: safeNext(r.PostForm.Get("next")), Actor: actor}
 	if actor == "" || utf8.RuneCountInString(actor) > 100 {
-		again(http.StatusBadRequest, "Enter your name (at most 100 characters): it goes into the audit trail of everything you do.")
+		d.Error = "Enter your name (at most 100 characters): it goes into the audit trail of everything you do."
+		c.signInForm(w, r, http.StatusBadRequest, d)
 		return
 	}
 	if !c.keys.tokenMatches(r.PostForm.Get("token")) {
+		if c.cfg.AuthLimiter.Fail(client) {
+			c.cfg.Logger.WarnContext(r.Context(), "admin authentication failures reached the limit", slog.String("client", client.String()))
+		}
 		c.cfg.Logger.WarnContext(r.Context(), "console sign-in refused", slog.String("actor", actor))
-		again(http.StatusUnauthorized, "Sign-in failed.")
+		d.Error = "Sign-in failed."
+		c.signInForm(w, r, http.StatusUnauthorized, d)
 		return
 	}
-	s := session{Actor: actor, Expires: c.cfg.Now().Add(c.cfg.SessionTTL).Unix(), Nonce: randomToken()}
-	http.SetCookie(w, cookie(r, sessionCookie, c.keys.encode(s), c.cfg.SessionTTL))
+	id, now := randomToken(), c.cfg.Now()
+	if err := c.cfg.Store.SessionCreate(r.Context(), idHash(id), actor, now, now.Add(c.cfg.SessionTTL)); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.SetCookie(w, cookie(r, sessionCookie, id, c.cfg.SessionTTL))
 	http.SetCookie(w, cookie(r, signInCookie, "", -1))
 	c.cfg.Logger.InfoContext(r.Context(), "console sign-in", slog.String("actor", actor))
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, d.Next, http.StatusSeeOther)
 }
 
+// useSignInForm checks the posted form's token against its nonce cookie
+// and its age, and marks it used: false when it is not good (any more).
+func (c *Console) useSignInForm(r *http.Request) (bool, error) {
+	ck, ckErr := r.Cookie(signInCookie)
+	if err := r.ParseForm(); err != nil || ckErr != nil || !validForm(r.PostForm) {
+		return false, nil
+	}
+	issued, ok := c.keys.signInIssued(r.PostForm.Get("csrf_token"), ck.Value, c.cfg.Now())
+	if !ok {
+		return false, nil
+	}
+	return c.cfg.Store.SignInFormUse(r.Context(), idHash(ck.Value), c.cfg.Now(), issued.Add(signInFormTTL))
+}
+
+// signOut ends the session on the server: the cookie opens nothing after.
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
+	if err := c.cfg.Store.SessionDelete(r.Context(), idHash(sessionOf(r).Nonce)); err != nil {
+		c.fail(w, r, err)
+		return
+	}
 	http.SetCookie(w, cookie(r, sessionCookie, "", -1))
 	http.Redirect(w, r, "/console/sign-in", http.StatusSeeOther)
 }

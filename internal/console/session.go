@@ -6,25 +6,29 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Cookie names. The session cookie is signed with a key derived from
-// ADMIN_TOKEN, so every instance accepts it and rotating the token signs
-// everyone out.
+// Cookie names. The session cookie holds a random id of a session stored
+// on the server (only its hash); the console's signing key, derived from
+// ADMIN_TOKEN, signs the CSRF tokens, so every instance accepts them and
+// rotating the token invalidates every form.
 const (
 	sessionCookie = "console_session"
 	signInCookie  = "console_sign_in"
 )
 
-// session is who is signed in until when; Nonce makes its CSRF token.
+// signInFormTTL is how long a sign-in form is good for (one sign-in).
+const signInFormTTL = 10 * time.Minute
+
+// session is who is signed in; Nonce is the session's id, the cookie's
+// value, and makes its CSRF token.
 type session struct {
-	Actor   string `json:"a"`
-	Expires int64  `json:"e"`
-	Nonce   string `json:"n"`
+	Actor string
+	Nonce string
 }
 
 // keys derives the console's signing key from the admin token, so no other
@@ -52,33 +56,40 @@ func (k keys) tokenMatches(given string) bool {
 	return subtle.ConstantTimeCompare([]byte(given), k.token) == 1
 }
 
-func (k keys) encode(s session) string {
-	b, _ := json.Marshal(s)
-	payload := base64.RawURLEncoding.EncodeToString(b)
-	return payload + "." + k.sign("session", payload)
-}
-
-func (k keys) decode(v string, now time.Time) (session, bool) {
-	payload, sig, ok := strings.Cut(v, ".")
-	if !ok || !hmac.Equal([]byte(sig), []byte(k.sign("session", payload))) {
-		return session{}, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
-		return session{}, false
-	}
-	var s session
-	if err := json.Unmarshal(b, &s); err != nil || s.Actor == "" || s.Nonce == "" || now.Unix() >= s.Expires {
-		return session{}, false
-	}
-	return s, true
+// idHash is what the server stores of a session id or a form nonce.
+func idHash(id string) []byte {
+	h := sha256.Sum256([]byte(id))
+	return h[:]
 }
 
 // csrf is the session's form token: every POST must carry it.
 func (k keys) csrf(s session) string { return k.sign("csrf", s.Nonce) }
 
-// signInCSRF ties the sign-in form to the browser that loaded it.
-func (k keys) signInCSRF(nonce string) string { return k.sign("sign-in", nonce) }
+// signInCSRF ties the sign-in form to the browser that loaded it (its
+// nonce cookie) and to the time it was issued.
+func (k keys) signInCSRF(nonce string, issued time.Time) string {
+	at := strconv.FormatInt(issued.Unix(), 10)
+	return at + "." + k.sign("sign-in", nonce, at)
+}
+
+// signInIssued checks a sign-in form's token against its nonce and returns
+// when it was issued; false when it is not one this console signed for
+// that nonce or it is older than signInFormTTL.
+func (k keys) signInIssued(token, nonce string, now time.Time) (time.Time, bool) {
+	at, sig, ok := strings.Cut(token, ".")
+	if !ok || nonce == "" || !hmac.Equal([]byte(sig), []byte(k.sign("sign-in", nonce, at))) {
+		return time.Time{}, false
+	}
+	unix, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	issued := time.Unix(unix, 0)
+	if age := now.Sub(issued); age < -time.Minute || age >= signInFormTTL {
+		return time.Time{}, false
+	}
+	return issued, true
+}
 
 func randomToken() string {
 	b := make([]byte, 18)

@@ -26,7 +26,10 @@ const (
 	CodeProviderRejected      Code = "provider_rejected"
 	CodeCredentialsInUse      Code = "provider_credentials_in_use"
 	CodeUnavailable           Code = "unavailable"
-	CodeInternal              Code = "internal_error"
+	// CodeRateLimited: too many failed admin authentications from one
+	// client address.
+	CodeRateLimited Code = "rate_limited"
+	CodeInternal    Code = "internal_error"
 )
 
 // FieldError names one problem with one request field.

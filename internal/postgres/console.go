@@ -75,3 +75,41 @@ func (s *ConsoleStore) DiscrepancyCountOpenByKind(ctx context.Context) (map[stri
 	}
 	return out, nil
 }
+
+// SessionCreate stores a console session and forgets the expired ones.
+func (s *ConsoleStore) SessionCreate(ctx context.Context, idHash []byte, actor string, now, expires time.Time) error {
+	if err := s.db.q.ConsoleSessionPurge(ctx, now); err != nil {
+		return translate(err)
+	}
+	return translate(s.db.q.ConsoleSessionCreate(ctx, dbsqlc.ConsoleSessionCreateParams{
+		IDHash: idHash, Actor: actor, CreatedAt: now, ExpiresAt: expires}))
+}
+
+// SessionGet is the actor of a session that has not expired at now;
+// payment.ErrNotFound when there is none.
+func (s *ConsoleStore) SessionGet(ctx context.Context, idHash []byte, now time.Time) (string, error) {
+	row, err := s.db.q.ConsoleSessionGet(ctx, dbsqlc.ConsoleSessionGetParams{IDHash: idHash, Now: now})
+	if err != nil {
+		return "", translate(err)
+	}
+	return row.Actor, nil
+}
+
+// SessionDelete ends a session.
+func (s *ConsoleStore) SessionDelete(ctx context.Context, idHash []byte) error {
+	return translate(s.db.q.ConsoleSessionDelete(ctx, idHash))
+}
+
+// SignInFormUse marks a sign-in form used until it expires and reports
+// whether this was its first use. Forms expired a minute before now (a
+// margin for the clocks of other instances) are forgotten.
+func (s *ConsoleStore) SignInFormUse(ctx context.Context, nonceHash []byte, now, expires time.Time) (bool, error) {
+	if err := s.db.q.ConsoleSignInFormPurge(ctx, now.Add(-time.Minute)); err != nil {
+		return false, translate(err)
+	}
+	n, err := s.db.q.ConsoleSignInFormUse(ctx, dbsqlc.ConsoleSignInFormUseParams{NonceHash: nonceHash, ExpiresAt: expires})
+	if err != nil {
+		return false, translate(err)
+	}
+	return n == 1, nil
+}

@@ -10,6 +10,97 @@ import (
 	"time"
 )
 
+const consoleSessionCreate = `-- name: ConsoleSessionCreate :exec
+INSERT INTO console_sessions (id_hash, actor, created_at, expires_at)
+VALUES ($1, $2, $3, $4)
+`
+
+type ConsoleSessionCreateParams struct {
+	IDHash    []byte
+	Actor     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+func (q *Queries) ConsoleSessionCreate(ctx context.Context, arg ConsoleSessionCreateParams) error {
+	_, err := q.db.Exec(ctx, consoleSessionCreate,
+		arg.IDHash,
+		arg.Actor,
+		arg.CreatedAt,
+		arg.ExpiresAt,
+	)
+	return err
+}
+
+const consoleSessionDelete = `-- name: ConsoleSessionDelete :exec
+DELETE FROM console_sessions WHERE id_hash = $1
+`
+
+func (q *Queries) ConsoleSessionDelete(ctx context.Context, idHash []byte) error {
+	_, err := q.db.Exec(ctx, consoleSessionDelete, idHash)
+	return err
+}
+
+const consoleSessionGet = `-- name: ConsoleSessionGet :one
+SELECT actor, expires_at FROM console_sessions
+WHERE id_hash = $1 AND expires_at > $2
+`
+
+type ConsoleSessionGetParams struct {
+	IDHash []byte
+	Now    time.Time
+}
+
+type ConsoleSessionGetRow struct {
+	Actor     string
+	ExpiresAt time.Time
+}
+
+func (q *Queries) ConsoleSessionGet(ctx context.Context, arg ConsoleSessionGetParams) (ConsoleSessionGetRow, error) {
+	row := q.db.QueryRow(ctx, consoleSessionGet, arg.IDHash, arg.Now)
+	var i ConsoleSessionGetRow
+	err := row.Scan(&i.Actor, &i.ExpiresAt)
+	return i, err
+}
+
+const consoleSessionPurge = `-- name: ConsoleSessionPurge :exec
+DELETE FROM console_sessions WHERE expires_at <= $1
+`
+
+func (q *Queries) ConsoleSessionPurge(ctx context.Context, now time.Time) error {
+	_, err := q.db.Exec(ctx, consoleSessionPurge, now)
+	return err
+}
+
+const consoleSignInFormPurge = `-- name: ConsoleSignInFormPurge :exec
+DELETE FROM console_sign_in_forms WHERE expires_at <= $1
+`
+
+func (q *Queries) ConsoleSignInFormPurge(ctx context.Context, before time.Time) error {
+	_, err := q.db.Exec(ctx, consoleSignInFormPurge, before)
+	return err
+}
+
+const consoleSignInFormUse = `-- name: ConsoleSignInFormUse :execrows
+INSERT INTO console_sign_in_forms (nonce_hash, expires_at)
+VALUES ($1, $2)
+ON CONFLICT DO NOTHING
+`
+
+type ConsoleSignInFormUseParams struct {
+	NonceHash []byte
+	ExpiresAt time.Time
+}
+
+// Marks a sign-in form used; no row means it already was.
+func (q *Queries) ConsoleSignInFormUse(ctx context.Context, arg ConsoleSignInFormUseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, consoleSignInFormUse, arg.NonceHash, arg.ExpiresAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const discrepancyCountOpenByKind = `-- name: DiscrepancyCountOpenByKind :many
 SELECT kind, count(*)::bigint AS n FROM discrepancies
 WHERE status = 'open'
@@ -102,7 +193,8 @@ type PaymentCountWaitingByAgeRow struct {
 	N      int64
 }
 
-// Reads of the operations console. None of them locks anything.
+// Reads of the operations console, and its sessions. None of the reads
+// locks anything.
 // Payments that wait (for the provider or the customer), by how long they
 // have been in their status.
 func (q *Queries) PaymentCountWaitingByAge(ctx context.Context, now time.Time) ([]PaymentCountWaitingByAgeRow, error) {

@@ -56,6 +56,18 @@ type AuditLog struct {
 	Details   []byte
 }
 
+type ConsoleSession struct {
+	IDHash    []byte
+	Actor     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+type ConsoleSignInForm struct {
+	NonceHash []byte
+	ExpiresAt time.Time
+}
+
 type Discrepancy struct {
 	ID                 string
 	AccountID          string

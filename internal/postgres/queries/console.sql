@@ -1,4 +1,5 @@
--- Reads of the operations console. None of them locks anything.
+-- Reads of the operations console, and its sessions. None of the reads
+-- locks anything.
 
 -- Payments that wait (for the provider or the customer), by how long they
 -- have been in their status.
@@ -32,3 +33,26 @@ SELECT kind, count(*)::bigint AS n FROM discrepancies
 WHERE status = 'open'
 GROUP BY kind
 ORDER BY kind;
+
+-- name: ConsoleSessionCreate :exec
+INSERT INTO console_sessions (id_hash, actor, created_at, expires_at)
+VALUES (@id_hash, @actor, @created_at, @expires_at);
+
+-- name: ConsoleSessionPurge :exec
+DELETE FROM console_sessions WHERE expires_at <= @now;
+
+-- name: ConsoleSessionGet :one
+SELECT actor, expires_at FROM console_sessions
+WHERE id_hash = @id_hash AND expires_at > @now;
+
+-- name: ConsoleSessionDelete :exec
+DELETE FROM console_sessions WHERE id_hash = @id_hash;
+
+-- Marks a sign-in form used; no row means it already was.
+-- name: ConsoleSignInFormUse :execrows
+INSERT INTO console_sign_in_forms (nonce_hash, expires_at)
+VALUES (@nonce_hash, @expires_at)
+ON CONFLICT DO NOTHING;
+
+-- name: ConsoleSignInFormPurge :exec
+DELETE FROM console_sign_in_forms WHERE expires_at <= @before;
