@@ -271,7 +271,9 @@ func (e refusedError) Unwrap() error { return e.error }
 func (w *Worker) send(ctx context.Context, t Target, at time.Time) (int, string, error) {
 	// DNS may have changed since creation; the dialer checks the address
 	// actually connected as well.
-	if err := w.Guard.CheckURL(ctx, t.Endpoint.URL); err != nil {
+	if err := w.Guard.CheckURL(ctx, t.Endpoint.URL); errors.Is(err, errUnresolved) {
+		return 0, "refused: " + err.Error(), err
+	} else if err != nil {
 		return 0, "refused: " + err.Error(), refusedError{err}
 	}
 	sig, err := w.sign(t, at)

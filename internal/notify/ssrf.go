@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -15,6 +16,11 @@ import (
 // that does not resolve: both get the same answer, so the check tells a
 // caller nothing about the service's own network.
 var ErrAddressRefused = errors.New("webhook address is not a public address")
+
+// errUnresolved is a name that does not resolve: ErrAddressRefused to the
+// caller, told apart only for the delivery metrics (a DNS outage is not an
+// SSRF attempt).
+var errUnresolved = fmt.Errorf("%w", ErrAddressRefused)
 
 // refused is every block of the IANA IPv4 and IPv6 special-purpose address
 // registries, with multicast and the deprecated site-local block beside
@@ -106,7 +112,7 @@ func (g Guard) CheckURL(ctx context.Context, raw string) error {
 	if err != nil || len(addrs) == 0 {
 		// The same answer as a refused address: whether a name resolves
 		// inside the service's network is none of the caller's business.
-		return ErrAddressRefused
+		return errUnresolved
 	}
 	// Every address: the dialer may pick any of them.
 	for _, a := range addrs {

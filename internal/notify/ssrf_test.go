@@ -2,6 +2,7 @@ package notify
 
 import (
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"testing"
 )
@@ -126,4 +127,18 @@ func FuzzAddressPolicy(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCheckURLSameAnswer: a name that does not resolve reads as a refused
+// address; only the delivery metrics tell them apart.
+func TestCheckURLSameAnswer(t *testing.T) {
+	t.Parallel()
+	unresolved := Guard{}.CheckURL(t.Context(), "https://no-such-name.invalid/h")
+	refusedLit := Guard{}.CheckURL(t.Context(), "https://[::1%25lo]:443/h")
+	if !errors.Is(unresolved, ErrAddressRefused) || !errors.Is(refusedLit, ErrAddressRefused) || unresolved.Error() != refusedLit.Error() {
+		t.Fatalf("unresolved: %v; refused: %v; want the same ErrAddressRefused", unresolved, refusedLit)
+	}
+	if !errors.Is(unresolved, errUnresolved) || errors.Is(refusedLit, errUnresolved) {
+		t.Fatal("the metrics cannot tell a DNS failure from a refused address")
+	}
 }
