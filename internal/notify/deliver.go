@@ -224,7 +224,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		w.count(MetricCanceled)
 		return river.JobCancel(errGone)
 	}
-	start := w.Now()
+	// At the database's precision, so the stored attempts show the same
+	// times the give-up was decided on.
+	start := w.Now().UTC().Truncate(time.Microsecond)
 	first, known := firstAttempt(job)
 	if !known {
 		first = start
