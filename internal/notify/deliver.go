@@ -183,9 +183,9 @@ func NewWorker(store DeliveryStore, seal Sealer, guard Guard, now func() time.Ti
 // NextRetry is the exponential backoff with jitter. A job rescued after a
 // crash is retried at once: its failure was noticed RescueAfter late.
 func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	now := w.Now()
 	// River's clock, not the worker's: the rescuer compares attempted_at
 	// with the wall clock.
-	now := w.Now()
 	if job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= RescueAfter {
 		return now
 	}
