@@ -70,6 +70,15 @@ func TestWebhookQueueBounds(t *testing.T) {
 		if n := eventJobs(t, e, eventID); n != 4 {
 			t.Fatalf("%d jobs for the event, want 4", n)
 		}
+		// A delivery being attempted stands in for a redeliver too.
+		if _, err := e.DB.Pool.Exec(t.Context(), `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() WHERE id = $1`,
+			webhookJobsFor(t, e, eps[1])[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		apitest.WantStatus(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/events/" + eventID + "/redeliver"}), http.StatusAccepted)
+		if jobs := webhookJobsFor(t, e, eps[1]); len(jobs) != 1 {
+			t.Fatalf("a redeliver while the delivery runs left %d jobs, want 1", len(jobs))
+		}
 	})
 
 	t.Run("AnAccountHasAtMost16Endpoints", func(t *testing.T) {
