@@ -63,6 +63,9 @@ func PublicAddr(a netip.Addr) bool {
 			a = netip.AddrFrom4([4]byte(b[12:])) // IPv4-compatible, :: and ::1 included
 		}
 	}
+	if a.Is6() && !globalUnicast.Contains(a) {
+		return false // e.g. the IPv4-translated ::ffff:0:7f00:1
+	}
 	for _, p := range refused {
 		if p.Contains(a) {
 			return false
@@ -70,6 +73,10 @@ func PublicAddr(a netip.Addr) bool {
 	}
 	return true
 }
+
+// globalUnicast is the only IPv6 space IANA allocates for global unicast;
+// the rest is reserved or special.
+var globalUnicast = netip.MustParsePrefix("2000::/3")
 
 // Guard checks endpoint URLs and dials deliveries. AllowPrivate
 // (WEBHOOK_ALLOW_PRIVATE) lifts every check, for local runs and tests.

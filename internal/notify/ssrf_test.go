@@ -81,6 +81,7 @@ func embeddings(v4 [4]byte, extra uint64) []netip.Addr {
 	}
 	put([16]byte{10: 0xff, 11: 0xff}, 12)        // IPv4-mapped
 	put([16]byte{}, 12)                          // IPv4-compatible
+	put([16]byte{8: 0xff, 9: 0xff}, 12)          // IPv4-translated (SIIT)
 	put([16]byte{0: 0x20, 1: 0x02}, 2)           // 6to4
 	put([16]byte{1: 0x64, 2: 0xff, 3: 0x9b}, 12) // NAT64
 	local := [16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 5: 0x01}
