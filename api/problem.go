@@ -28,6 +28,7 @@ var statusOf = map[payment.Code]int{
 	payment.CodeOutcomeUnknown:        http.StatusConflict,
 	payment.CodeProviderRejected:      http.StatusConflict,
 	payment.CodeCredentialsInUse:      http.StatusConflict,
+	payment.CodeLimitExceeded:         http.StatusConflict,
 	payment.CodeRequestTooLarge:       http.StatusRequestEntityTooLarge,
 	payment.CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
 	payment.CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,

@@ -76,20 +76,19 @@ func TestWebhookEndpointDisabling(t *testing.T) {
 		before := scrapeMetrics(t, f.e)
 		start := f.e.Clock.Now()
 
-		// The first delivery: every attempt fails, within 3 days, and the
-		// last one marks it failed.
+		// The first delivery: every attempt fails for 3 days, and the
+		// last one, no earlier, marks it failed.
 		job := f.pay(t)
-		for job.State != rivertype.JobStateDiscarded {
+		firstAt := f.e.Clock.Now()
+		for job.State != rivertype.JobStateCancelled {
 			if job.State != rivertype.JobStateAvailable && job.State != rivertype.JobStateRetryable {
 				t.Fatalf("attempt %d left the job %s", job.Attempt, job.State)
 			}
 			job = f.attempt(t, job)
 		}
-		if job.Attempt != notify.MaxAttempts {
-			t.Fatalf("failed after %d attempts, want %d", job.Attempt, notify.MaxAttempts)
-		}
-		if took := f.e.Clock.Now().Sub(start); took > notify.RetryFor || took < notify.RetryFor/2 {
-			t.Fatalf("the delivery was retried for %v, want about %v and no more", took, notify.RetryFor)
+		attempts := job.Attempt
+		if took := f.e.Clock.Now().Sub(firstAt); took < notify.RetryFor || took > notify.RetryFor+time.Minute {
+			t.Fatalf("the delivery was retried for %v, want %v", took, notify.RetryFor)
 		}
 		r := f.e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/webhook_endpoints/" + f.id + "/deliveries?limit=100"})
 		apitest.WantStatus(t, r, http.StatusOK)
@@ -101,8 +100,8 @@ func TestWebhookEndpointDisabling(t *testing.T) {
 		if err := json.Unmarshal(r.Body, &l); err != nil {
 			t.Fatal(err)
 		}
-		if len(l.Data) != notify.MaxAttempts || l.Data[len(l.Data)-1].Outcome != notify.OutcomeFailed || l.Data[0].Outcome != notify.OutcomeRetrying {
-			t.Fatalf("deliveries = %s, want %d attempts, the last failed", r.Body, notify.MaxAttempts)
+		if len(l.Data) != attempts || l.Data[len(l.Data)-1].Outcome != notify.OutcomeFailed || l.Data[0].Outcome != notify.OutcomeRetrying {
+			t.Fatalf("deliveries = %s, want %d attempts, the last failed", r.Body, attempts)
 		}
 		// Three days of failures are not five.
 		if got := f.status(t); got != notify.StatusEnabled {
@@ -112,16 +111,21 @@ func TestWebhookEndpointDisabling(t *testing.T) {
 		// Later deliveries keep failing (the merchant keeps taking
 		// payments); once the streak passes 5 days the endpoint is disabled.
 		// spare waits untouched until then.
+		failed := 1
 		spare := f.pay(t)
 		job = f.pay(t)
 		for f.status(t) == notify.StatusEnabled {
 			if f.e.Clock.Now().Sub(start) > 2*notify.DisableAfter {
 				t.Fatalf("still enabled after %v of failures", f.e.Clock.Now().Sub(start))
 			}
-			if job.State == rivertype.JobStateDiscarded {
+			if job.State == rivertype.JobStateCancelled {
+				failed++
 				job = f.pay(t)
 			}
 			job = f.attempt(t, job)
+		}
+		if job.State == rivertype.JobStateCancelled {
+			failed++
 		}
 		disabledAt := f.e.Clock.Now()
 		if since := disabledAt.Sub(start); since < notify.DisableAfter {
@@ -162,12 +166,6 @@ func TestWebhookEndpointDisabling(t *testing.T) {
 		if got := f.calls(); got != calls {
 			t.Fatalf("the receiver got %d more calls after the disabling", got-calls)
 		}
-		failed := 0
-		for _, j := range webhookJobsFor(t, f.e, f.id) {
-			if j.State == rivertype.JobStateDiscarded {
-				failed++
-			}
-		}
 		after := scrapeMetrics(t, f.e)
 		moved(t, before, after, 1, "payments_webhook_endpoints_disabled", "reason", "failing")
 		moved(t, before, after, float64(failed), "payments_webhook_endpoint_deliveries_total", "outcome", "failed")
@@ -197,16 +195,84 @@ func TestWebhookEndpointDisabling(t *testing.T) {
 		f.e.Clock.Advance(time.Hour)
 		job := f.pay(t)
 		for f.e.Clock.Now().Sub(start) < notify.DisableAfter+24*time.Hour {
-			if job.State == rivertype.JobStateDiscarded {
+			if job.State == rivertype.JobStateCancelled {
 				job = f.pay(t)
 			}
 			job = f.attempt(t, job)
 		}
-		if job.State == rivertype.JobStateCompleted || job.State == rivertype.JobStateCancelled {
+		if job.State == rivertype.JobStateCompleted {
 			t.Fatalf("the last delivery is %s, want still failing", job.State)
 		}
 		if got := f.status(t); got != notify.StatusEnabled {
 			t.Fatalf("status = %s, want enabled: the success on day 3 restarted the streak", got)
+		}
+	})
+}
+
+// TestWebhookRetriesForThreeDays runs with the shortest waits, which make
+// the most attempts: whatever their number, a delivery is retried for 3
+// days after its first attempt.
+func TestWebhookRetriesForThreeDays(t *testing.T) {
+	t.Parallel()
+	newEndpoint := func(t *testing.T) *failingEndpoint {
+		f := newFailingEndpoint(t)
+		f.e.WebhookWorker.Jitter = func() float64 { return 0 }
+		return f
+	}
+
+	t.Run("AnEndpointDownForTwoAndAHalfDaysStillGetsTheEvent", func(t *testing.T) {
+		t.Parallel()
+		f := newEndpoint(t)
+		job := f.attempt(t, f.pay(t))
+		firstAt := f.e.Clock.Now()
+		for job.ScheduledAt.Sub(firstAt) < 60*time.Hour {
+			if job.State != rivertype.JobStateRetryable {
+				t.Fatalf("after %v of failures (attempt %d) the job is %s, want retryable",
+					f.e.Clock.Now().Sub(firstAt), job.Attempt, job.State)
+			}
+			job = f.attempt(t, job)
+		}
+		f.rc.mu.Lock()
+		f.rc.failures = 0
+		f.rc.mu.Unlock()
+		calls := f.calls()
+		if job = f.attempt(t, job); job.State != rivertype.JobStateCompleted {
+			t.Fatalf("the endpoint is back after %v: the job is %s, want completed", f.e.Clock.Now().Sub(firstAt), job.State)
+		}
+		if got := f.calls(); got != calls+1 {
+			t.Fatalf("the receiver got %d calls when back, want 1", got-calls)
+		}
+	})
+
+	t.Run("AnEndpointDownForMoreThanThreeDaysFailsOnlyAfter72Hours", func(t *testing.T) {
+		t.Parallel()
+		f := newEndpoint(t)
+		job := f.pay(t)
+		for job.State == rivertype.JobStateAvailable || job.State == rivertype.JobStateRetryable {
+			job = f.attempt(t, job)
+		}
+		r := f.e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/webhook_endpoints/" + f.id + "/deliveries?limit=100"})
+		apitest.WantStatus(t, r, http.StatusOK)
+		var l struct {
+			Data []struct {
+				Outcome string    `json:"outcome"`
+				At      time.Time `json:"at"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(r.Body, &l); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Data) == 0 {
+			t.Fatal("no attempts listed")
+		}
+		took := l.Data[len(l.Data)-1].At.Sub(l.Data[0].At)
+		if job.State != rivertype.JobStateCancelled || took < notify.RetryFor {
+			t.Fatalf("the delivery ended %s after %d attempts, %v after the first; want ended by the service, no earlier than %v",
+				job.State, job.Attempt, took, notify.RetryFor)
+		}
+		if n := len(l.Data); n != job.Attempt || l.Data[n-1].Outcome != notify.OutcomeFailed || f.calls() != n {
+			t.Fatalf("%d attempts listed, %d calls, job attempt %d; want every attempt made and the last failed: %s",
+				n, f.calls(), job.Attempt, r.Body)
 		}
 	})
 }

@@ -452,6 +452,7 @@ const (
 	ProblemCodeInternalError            ProblemCode = "internal_error"
 	ProblemCodeInvalidRequest           ProblemCode = "invalid_request"
 	ProblemCodeInvalidState             ProblemCode = "invalid_state"
+	ProblemCodeLimitExceeded            ProblemCode = "limit_exceeded"
 	ProblemCodeMethodNotAllowed         ProblemCode = "method_not_allowed"
 	ProblemCodeNotFound                 ProblemCode = "not_found"
 	ProblemCodeOrderHasActivePayment    ProblemCode = "order_has_active_payment"
@@ -482,6 +483,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeInvalidRequest:
 		return true
 	case ProblemCodeInvalidState:
+		return true
+	case ProblemCodeLimitExceeded:
 		return true
 	case ProblemCodeMethodNotAllowed:
 		return true
@@ -1548,7 +1551,8 @@ type WebhookAttempt struct {
 	Object     WebhookAttemptObject `json:"object"`
 
 	// Outcome `succeeded` (a 2xx), `retrying` (failed; another attempt follows
-	// with backoff), `failed` (the last attempt, 3 days after the first).
+	// with backoff), `failed` (the last attempt, made 72 h after the
+	// first whatever the jitter, and never earlier).
 	Outcome WebhookAttemptOutcome `json:"outcome"`
 
 	// Response The first 1 KiB of the answer's body, or why there was none.
@@ -1563,7 +1567,8 @@ type WebhookAttempt struct {
 type WebhookAttemptObject string
 
 // WebhookAttemptOutcome `succeeded` (a 2xx), `retrying` (failed; another attempt follows
-// with backoff), `failed` (the last attempt, 3 days after the first).
+// with backoff), `failed` (the last attempt, made 72 h after the
+// first whatever the jitter, and never earlier).
 type WebhookAttemptOutcome string
 
 // WebhookAttemptList defines model for WebhookAttemptList.
@@ -2690,8 +2695,9 @@ type ClientInterface interface {
 	// AdminRedeliverEventWithBody Deliver any account's event again
 	//
 	// Enqueues the event again to every enabled endpoint of its account
-	// that takes it (the same `webhook-id`); the actor and reason are kept
-	// in the audit trail, written in the same transaction.
+	// that takes it (the same `webhook-id`), except where a delivery of it
+	// is still waiting or running; the actor and reason are kept in the
+	// audit trail, written in the same transaction.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2701,8 +2707,9 @@ type ClientInterface interface {
 	// AdminRedeliverEvent Deliver any account's event again
 	//
 	// Enqueues the event again to every enabled endpoint of its account
-	// that takes it (the same `webhook-id`); the actor and reason are kept
-	// in the audit trail, written in the same transaction.
+	// that takes it (the same `webhook-id`), except where a delivery of it
+	// is still waiting or running; the actor and reason are kept in the
+	// audit trail, written in the same transaction.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2840,7 +2847,9 @@ type ClientInterface interface {
 	//
 	// Enqueues the event again to every enabled endpoint that takes it; the
 	// delivery keeps its `webhook-id` (the event id), so receivers that
-	// deduplicate see it once.
+	// deduplicate see it once. Where a delivery of the event to an endpoint
+	// is still waiting or running, nothing is added for that endpoint: the
+	// waiting one stands, and repeating the call never grows the queue.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2851,7 +2860,9 @@ type ClientInterface interface {
 	//
 	// Enqueues the event again to every enabled endpoint that takes it; the
 	// delivery keeps its `webhook-id` (the event id), so receivers that
-	// deduplicate see it once.
+	// deduplicate see it once. Where a delivery of the event to an endpoint
+	// is still waiting or running, nothing is added for that endpoint: the
+	// waiting one stands, and repeating the call never grows the queue.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2974,9 +2985,15 @@ type ClientInterface interface {
 	// Events of `enabled_events` are delivered to `url`, signed per Standard
 	// Webhooks with the endpoint's `secret`, which this answer shows once
 	// (and a rotation shows its successor). The URL must be https and
-	// resolve to public addresses only; loopback, private, link-local,
-	// CGNAT and metadata addresses are `400 invalid_request` unless the
-	// service runs with `WEBHOOK_ALLOW_PRIVATE=true`. A retry with the same
+	// resolve to public addresses only: outside every block of the IANA
+	// IPv4 and IPv6 special-purpose address registries (loopback, private,
+	// link-local, CGNAT and metadata addresses among them), judged after
+	// unmapping; a literal with a zone and the IPv4-mapped,
+	// IPv4-compatible, 6to4, Teredo and NAT64 forms of a non-public IPv4
+	// address are refused like it. Anything else, and a name that does not
+	// resolve, is the same `400 invalid_request`, unless the service runs
+	// with `WEBHOOK_ALLOW_PRIVATE=true`. An account has at most 16
+	// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 	// `Idempotency-Key` and body answers the same endpoint with
 	// `Idempotent-Replayed: true`; another body is `422`.
 	//
@@ -2990,9 +3007,15 @@ type ClientInterface interface {
 	// Events of `enabled_events` are delivered to `url`, signed per Standard
 	// Webhooks with the endpoint's `secret`, which this answer shows once
 	// (and a rotation shows its successor). The URL must be https and
-	// resolve to public addresses only; loopback, private, link-local,
-	// CGNAT and metadata addresses are `400 invalid_request` unless the
-	// service runs with `WEBHOOK_ALLOW_PRIVATE=true`. A retry with the same
+	// resolve to public addresses only: outside every block of the IANA
+	// IPv4 and IPv6 special-purpose address registries (loopback, private,
+	// link-local, CGNAT and metadata addresses among them), judged after
+	// unmapping; a literal with a zone and the IPv4-mapped,
+	// IPv4-compatible, 6to4, Teredo and NAT64 forms of a non-public IPv4
+	// address are refused like it. Anything else, and a name that does not
+	// resolve, is the same `400 invalid_request`, unless the service runs
+	// with `WEBHOOK_ALLOW_PRIVATE=true`. An account has at most 16
+	// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 	// `Idempotency-Key` and body answers the same endpoint with
 	// `Idempotent-Replayed: true`; another body is `422`.
 	//
@@ -3253,8 +3276,9 @@ func (c *Client) AdminListEventDeliveries(ctx context.Context, id EventId, param
 // AdminRedeliverEventWithBody Deliver any account's event again
 //
 // Enqueues the event again to every enabled endpoint of its account
-// that takes it (the same `webhook-id`); the actor and reason are kept
-// in the audit trail, written in the same transaction.
+// that takes it (the same `webhook-id`), except where a delivery of it
+// is still waiting or running; the actor and reason are kept in the
+// audit trail, written in the same transaction.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3274,8 +3298,9 @@ func (c *Client) AdminRedeliverEventWithBody(ctx context.Context, id EventId, pa
 // AdminRedeliverEvent Deliver any account's event again
 //
 // Enqueues the event again to every enabled endpoint of its account
-// that takes it (the same `webhook-id`); the actor and reason are kept
-// in the audit trail, written in the same transaction.
+// that takes it (the same `webhook-id`), except where a delivery of it
+// is still waiting or running; the actor and reason are kept in the
+// audit trail, written in the same transaction.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3553,7 +3578,9 @@ func (c *Client) ListEventDeliveries(ctx context.Context, id EventId, params *Li
 //
 // Enqueues the event again to every enabled endpoint that takes it; the
 // delivery keeps its `webhook-id` (the event id), so receivers that
-// deduplicate see it once.
+// deduplicate see it once. Where a delivery of the event to an endpoint
+// is still waiting or running, nothing is added for that endpoint: the
+// waiting one stands, and repeating the call never grows the queue.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3574,7 +3601,9 @@ func (c *Client) RedeliverEventWithBody(ctx context.Context, id EventId, params 
 //
 // Enqueues the event again to every enabled endpoint that takes it; the
 // delivery keeps its `webhook-id` (the event id), so receivers that
-// deduplicate see it once.
+// deduplicate see it once. Where a delivery of the event to an endpoint
+// is still waiting or running, nothing is added for that endpoint: the
+// waiting one stands, and repeating the call never grows the queue.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3817,9 +3846,15 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEn
 // Events of `enabled_events` are delivered to `url`, signed per Standard
 // Webhooks with the endpoint's `secret`, which this answer shows once
 // (and a rotation shows its successor). The URL must be https and
-// resolve to public addresses only; loopback, private, link-local,
-// CGNAT and metadata addresses are `400 invalid_request` unless the
-// service runs with `WEBHOOK_ALLOW_PRIVATE=true`. A retry with the same
+// resolve to public addresses only: outside every block of the IANA
+// IPv4 and IPv6 special-purpose address registries (loopback, private,
+// link-local, CGNAT and metadata addresses among them), judged after
+// unmapping; a literal with a zone and the IPv4-mapped,
+// IPv4-compatible, 6to4, Teredo and NAT64 forms of a non-public IPv4
+// address are refused like it. Anything else, and a name that does not
+// resolve, is the same `400 invalid_request`, unless the service runs
+// with `WEBHOOK_ALLOW_PRIVATE=true`. An account has at most 16
+// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 // `Idempotency-Key` and body answers the same endpoint with
 // `Idempotent-Replayed: true`; another body is `422`.
 //
@@ -3843,9 +3878,15 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *Crea
 // Events of `enabled_events` are delivered to `url`, signed per Standard
 // Webhooks with the endpoint's `secret`, which this answer shows once
 // (and a rotation shows its successor). The URL must be https and
-// resolve to public addresses only; loopback, private, link-local,
-// CGNAT and metadata addresses are `400 invalid_request` unless the
-// service runs with `WEBHOOK_ALLOW_PRIVATE=true`. A retry with the same
+// resolve to public addresses only: outside every block of the IANA
+// IPv4 and IPv6 special-purpose address registries (loopback, private,
+// link-local, CGNAT and metadata addresses among them), judged after
+// unmapping; a literal with a zone and the IPv4-mapped,
+// IPv4-compatible, 6to4, Teredo and NAT64 forms of a non-public IPv4
+// address are refused like it. Anything else, and a name that does not
+// resolve, is the same `400 invalid_request`, unless the service runs
+// with `WEBHOOK_ALLOW_PRIVATE=true`. An account has at most 16
+// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 // `Idempotency-Key` and body answers the same endpoint with
 // `Idempotent-Replayed: true`; another body is `422`.
 //
@@ -6333,8 +6374,9 @@ type ClientWithResponsesInterface interface {
 	// AdminRedeliverEventWithBodyWithResponse Deliver any account's event again
 	//
 	// Enqueues the event again to every enabled endpoint of its account
-	// that takes it (the same `webhook-id`); the actor and reason are kept
-	// in the audit trail, written in the same transaction.
+	// that takes it (the same `webhook-id`), except where a delivery of it
+	// is still waiting or running; the actor and reason are kept in the
+	// audit trail, written in the same transaction.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6344,8 +6386,9 @@ type ClientWithResponsesInterface interface {
 	// AdminRedeliverEventWithResponse Deliver any account's event again
 	//
 	// Enqueues the event again to every enabled endpoint of its account
-	// that takes it (the same `webhook-id`); the actor and reason are kept
-	// in the audit trail, written in the same transaction.
+	// that takes it (the same `webhook-id`), except where a delivery of it
+	// is still waiting or running; the actor and reason are kept in the
+	// audit trail, written in the same transaction.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6501,7 +6544,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Enqueues the event again to every enabled endpoint that takes it; the
 	// delivery keeps its `webhook-id` (the event id), so receivers that
-	// deduplicate see it once.
+	// deduplicate see it once. Where a delivery of the event to an endpoint
+	// is still waiting or running, nothing is added for that endpoint: the
+	// waiting one stands, and repeating the call never grows the queue.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6512,7 +6557,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Enqueues the event again to every enabled endpoint that takes it; the
 	// delivery keeps its `webhook-id` (the event id), so receivers that
-	// deduplicate see it once.
+	// deduplicate see it once. Where a delivery of the event to an endpoint
+	// is still waiting or running, nothing is added for that endpoint: the
+	// waiting one stands, and repeating the call never grows the queue.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6641,9 +6688,15 @@ type ClientWithResponsesInterface interface {
 	// Events of `enabled_events` are delivered to `url`, signed per Standard
 	// Webhooks with the endpoint's `secret`, which this answer shows once
 	// (and a rotation shows its successor). The URL must be https and
-	// resolve to public addresses only; loopback, private, link-local,
-	// CGNAT and metadata addresses are `400 invalid_request` unless the
-	// service runs with `WEBHOOK_ALLOW_PRIVATE=true`. A retry with the same
+	// resolve to public addresses only: outside every block of the IANA
+	// IPv4 and IPv6 special-purpose address registries (loopback, private,
+	// link-local, CGNAT and metadata addresses among them), judged after
+	// unmapping; a literal with a zone and the IPv4-mapped,
+	// IPv4-compatible, 6to4, Teredo and NAT64 forms of a non-public IPv4
+	// address are refused like it. Anything else, and a name that does not
+	// resolve, is the same `400 invalid_request`, unless the service runs
+	// with `WEBHOOK_ALLOW_PRIVATE=true`. An account has at most 16
+	// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 	// `Idempotency-Key` and body answers the same endpoint with
 	// `Idempotent-Replayed: true`; another body is `422`.
 	//
@@ -6657,9 +6710,15 @@ type ClientWithResponsesInterface interface {
 	// Events of `enabled_events` are delivered to `url`, signed per Standard
 	// Webhooks with the endpoint's `secret`, which this answer shows once
 	// (and a rotation shows its successor). The URL must be https and
-	// resolve to public addresses only; loopback, private, link-local,
-	// CGNAT and metadata addresses are `400 invalid_request` unless the
-	// service runs with `WEBHOOK_ALLOW_PRIVATE=true`. A retry with the same
+	// resolve to public addresses only: outside every block of the IANA
+	// IPv4 and IPv6 special-purpose address registries (loopback, private,
+	// link-local, CGNAT and metadata addresses among them), judged after
+	// unmapping; a literal with a zone and the IPv4-mapped,
+	// IPv4-compatible, 6to4, Teredo and NAT64 forms of a non-public IPv4
+	// address are refused like it. Anything else, and a name that does not
+	// resolve, is the same `400 invalid_request`, unless the service runs
+	// with `WEBHOOK_ALLOW_PRIVATE=true`. An account has at most 16
+	// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 	// `Idempotency-Key` and body answers the same endpoint with
 	// `Idempotent-Replayed: true`; another body is `422`.
 	//
@@ -10008,6 +10067,11 @@ type CreateWebhookEndpointResponse401Headers struct {
 	XRequestId *string
 }
 
+// CreateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse409Headers struct {
+	XRequestId *string
+}
+
 // CreateWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse413Headers struct {
 	XRequestId *string
@@ -10038,6 +10102,8 @@ type CreateWebhookEndpointResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *RequestTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -10052,6 +10118,8 @@ type CreateWebhookEndpointResponse struct {
 	Headers400 *CreateWebhookEndpointResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateWebhookEndpointResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateWebhookEndpointResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateWebhookEndpointResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -10075,6 +10143,11 @@ func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON400() *BadReques
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -10902,8 +10975,9 @@ func (c *ClientWithResponses) AdminListEventDeliveriesWithResponse(ctx context.C
 // AdminRedeliverEventWithBodyWithResponse Deliver any account's event again
 //
 // Enqueues the event again to every enabled endpoint of its account
-// that takes it (the same `webhook-id`); the actor and reason are kept
-// in the audit trail, written in the same transaction.
+// that takes it (the same `webhook-id`), except where a delivery of it
+// is still waiting or running; the actor and reason are kept in the
+// audit trail, written in the same transaction.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10919,8 +10993,9 @@ func (c *ClientWithResponses) AdminRedeliverEventWithBodyWithResponse(ctx contex
 // AdminRedeliverEventWithResponse Deliver any account's event again
 //
 // Enqueues the event again to every enabled endpoint of its account
-// that takes it (the same `webhook-id`); the actor and reason are kept
-// in the audit trail, written in the same transaction.
+// that takes it (the same `webhook-id`), except where a delivery of it
+// is still waiting or running; the actor and reason are kept in the
+// audit trail, written in the same transaction.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11160,7 +11235,9 @@ func (c *ClientWithResponses) ListEventDeliveriesWithResponse(ctx context.Contex
 //
 // Enqueues the event again to every enabled endpoint that takes it; the
 // delivery keeps its `webhook-id` (the event id), so receivers that
-// deduplicate see it once.
+// deduplicate see it once. Where a delivery of the event to an endpoint
+// is still waiting or running, nothing is added for that endpoint: the
+// waiting one stands, and repeating the call never grows the queue.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11177,7 +11254,9 @@ func (c *ClientWithResponses) RedeliverEventWithBodyWithResponse(ctx context.Con
 //
 // Enqueues the event again to every enabled endpoint that takes it; the
 // delivery keeps its `webhook-id` (the event id), so receivers that
-// deduplicate see it once.
+// deduplicate see it once. Where a delivery of the event to an endpoint
+// is still waiting or running, nothing is added for that endpoint: the
+// waiting one stands, and repeating the call never grows the queue.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11378,9 +11457,15 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // Events of `enabled_events` are delivered to `url`, signed per Standard
 // Webhooks with the endpoint's `secret`, which this answer shows once
 // (and a rotation shows its successor). The URL must be https and
-// resolve to public addresses only; loopback, private, link-local,
-// CGNAT and metadata addresses are `400 invalid_request` unless the
-// service runs with `WEBHOOK_ALLOW_PRIVATE=true`. A retry with the same
+// resolve to public addresses only: outside every block of the IANA
+// IPv4 and IPv6 special-purpose address registries (loopback, private,
+// link-local, CGNAT and metadata addresses among them), judged after
+// unmapping; a literal with a zone and the IPv4-mapped,
+// IPv4-compatible, 6to4, Teredo and NAT64 forms of a non-public IPv4
+// address are refused like it. Anything else, and a name that does not
+// resolve, is the same `400 invalid_request`, unless the service runs
+// with `WEBHOOK_ALLOW_PRIVATE=true`. An account has at most 16
+// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 // `Idempotency-Key` and body answers the same endpoint with
 // `Idempotent-Replayed: true`; another body is `422`.
 //
@@ -11400,9 +11485,15 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // Events of `enabled_events` are delivered to `url`, signed per Standard
 // Webhooks with the endpoint's `secret`, which this answer shows once
 // (and a rotation shows its successor). The URL must be https and
-// resolve to public addresses only; loopback, private, link-local,
-// CGNAT and metadata addresses are `400 invalid_request` unless the
-// service runs with `WEBHOOK_ALLOW_PRIVATE=true`. A retry with the same
+// resolve to public addresses only: outside every block of the IANA
+// IPv4 and IPv6 special-purpose address registries (loopback, private,
+// link-local, CGNAT and metadata addresses among them), judged after
+// unmapping; a literal with a zone and the IPv4-mapped,
+// IPv4-compatible, 6to4, Teredo and NAT64 forms of a non-public IPv4
+// address are refused like it. Anything else, and a name that does not
+// resolve, is the same `400 invalid_request`, unless the service runs
+// with `WEBHOOK_ALLOW_PRIVATE=true`. An account has at most 16
+// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 // `Idempotency-Key` and body answers the same endpoint with
 // `Idempotent-Replayed: true`; another body is `422`.
 //
@@ -15364,6 +15455,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest RequestTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15432,6 +15530,16 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			headers.XRequestId = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateWebhookEndpointResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateWebhookEndpointResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

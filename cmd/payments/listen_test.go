@@ -199,6 +199,27 @@ func waitFor(t *testing.T, buf *apitest.SyncBuffer, what string, want ...string)
 	}
 }
 
+// waitDelivered waits until every delivery job of an event is completed.
+func waitDelivered(t *testing.T, e *apitest.Env, eventID string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job
+			WHERE args->>'event_id' = $1 AND state <> 'completed'`, eventID).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery of %s is not completed after 30s", eventID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // --register against the real service: the listener registers itself,
 // the service's delivery worker sends a payment's events, signed, and the
 // listener verifies and prints them; a redelivery is marked a repeat. A
@@ -234,6 +255,9 @@ func TestWebhooksListenRegister(t *testing.T) {
 	if line == nil {
 		t.Fatalf("no full line for payment.authorized:\n%s", stdout.String())
 	}
+	// A redeliver while the delivery is still running adds nothing: wait
+	// until River has marked it completed.
+	waitDelivered(t, e, line[1])
 	e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/events/" + line[1] + "/redeliver", BaseURL: p.url})
 	waitFor(t, stdout, "the redelivery", line[0]+" (repeat)")
 	stop()

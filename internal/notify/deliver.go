@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,26 +68,58 @@ func Backoff(n int) time.Duration {
 	return time.Duration(d)
 }
 
-// jitter adds up to half the backoff, capped so the first retry stays
-// within 30 s.
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration(rand.Int64N(int64(d)/2+1))
+// Retry is the schedule of a delivery first attempted at first, after its
+// attempt n (1 for the first) failed at at: when to try next, or false when
+// the delivery is over. The wait is Backoff(n) plus a jitter of j (0 to 1)
+// times half of it, so the first retry comes within 30 s; the last attempt
+// is made RetryFor after the first, whatever the jitter, and a delivery is
+// over only once an attempt that late has failed.
+func Retry(first, at time.Time, n int, j float64) (time.Time, bool) {
+	end := first.Add(RetryFor)
+	if !at.Before(end) {
+		return time.Time{}, false
+	}
+	d := Backoff(n)
+	next := at.Add(d + time.Duration(min(max(j, 0), 1)*float64(d/2)))
+	if next.After(end) {
+		next = end
+	}
+	return next, true
 }
 
-// MaxAttempts is how many attempts the backoff fits into RetryFor, with
-// the largest jitter: River fails the job after the last.
-var MaxAttempts = func() int {
-	var total time.Duration
-	n := 1
+// mostAttempts is the most attempts Retry makes: every wait the shortest.
+var mostAttempts = func() int {
+	first := time.Unix(0, 0)
+	at, n := first, 1
 	for {
-		next := Backoff(n) * 3 / 2
-		if total+next > RetryFor {
+		next, ok := Retry(first, at, n, 0)
+		if !ok {
 			return n
 		}
-		total += next
-		n++
+		at, n = next, n+1
 	}
 }()
+
+// MaxAttempts is River's bound on attempts. A delivery ends by time
+// (Retry), never by this bound: it leaves room for attempts cut short by
+// crashes, which River counts too, and only stops a job that never
+// finishes an attempt.
+var MaxAttempts = 4 * mostAttempts
+
+// metaFirstAttempt is the job metadata key of the first attempt's time.
+const metaFirstAttempt = "first_attempt_at"
+
+// firstAttempt is when the job's first attempt was made, as its metadata
+// keeps it; false before the first attempt has been recorded.
+func firstAttempt(job *river.Job[DeliverArgs]) (time.Time, bool) {
+	var m struct {
+		At *time.Time `json:"first_attempt_at"`
+	}
+	if job.Metadata == nil || json.Unmarshal(job.Metadata, &m) != nil || m.At == nil {
+		return time.Time{}, false
+	}
+	return *m.At, true
+}
 
 // Target is what the worker needs to reach one endpoint for one event.
 type Target struct {
@@ -130,7 +163,10 @@ type Worker struct {
 	Now   func() time.Time
 	// Metrics, when set, counts attempts.
 	Metrics Metrics
-	client  *http.Client
+	// Jitter, when set, is the jitter share of the next wait (0 to 1);
+	// random otherwise.
+	Jitter func() float64
+	client *http.Client
 }
 
 // NewWorker checks its dependencies.
@@ -147,12 +183,26 @@ func NewWorker(store DeliveryStore, seal Sealer, guard Guard, now func() time.Ti
 // NextRetry is the exponential backoff with jitter. A job rescued after a
 // crash is retried at once: its failure was noticed RescueAfter late.
 func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	now := w.Now()
 	// River's clock, not the worker's: the rescuer compares attempted_at
 	// with the wall clock.
 	if job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= RescueAfter {
-		return w.Now()
+		return now
 	}
-	return w.Now().Add(jitter(Backoff(job.Attempt)))
+	j := rand.Float64()
+	if w.Jitter != nil {
+		j = w.Jitter()
+	}
+	first, known := firstAttempt(job)
+	if !known {
+		first = now
+	}
+	if next, ok := Retry(first, now, job.Attempt, j); ok {
+		return next
+	}
+	// Over by time, yet not ended by Work (an error before the attempt):
+	// the next attempt ends it.
+	return now.Add(firstRetry)
 }
 
 // Timeout leaves River room around the HTTP timeout.
@@ -161,8 +211,10 @@ func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return JobTime
 // errGone ends a delivery that no longer has a destination.
 var errGone = errors.New("endpoint deleted or disabled")
 
-// Work makes one attempt. An error makes River retry (or fail the job
-// after MaxAttempts); the attempt is recorded either way.
+// Work makes one attempt. An error makes River retry; the failed attempt
+// that ends a delivery (RetryFor after its first) cancels the job, so River
+// never decides on its own that it is over. The attempt is recorded either
+// way.
 func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	t, err := w.Store.DeliveryTarget(ctx, job.Args)
 	if err != nil {
@@ -172,13 +224,22 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		w.count(MetricCanceled)
 		return river.JobCancel(errGone)
 	}
-	start := w.Now()
+	// At the database's precision, so the stored attempts show the same
+	// times the give-up was decided on.
+	start := w.Now().UTC().Truncate(time.Microsecond)
+	first, known := firstAttempt(job)
+	if !known {
+		first = start
+		// Merged into the job's row whatever the attempt's outcome. Outside
+		// River (no work context) there is nowhere to keep it.
+		_ = river.MetadataSet(ctx, metaFirstAttempt, start.UTC())
+	}
 	code, excerpt, sendErr := w.send(ctx, t, start)
 	a := Attempt{AccountID: job.Args.AccountID, EndpointID: job.Args.EndpointID, EventID: job.Args.EventID,
 		At: start.UTC(), StatusCode: code, Duration: w.Now().Sub(start), Response: excerpt, Outcome: OutcomeSucceeded}
 	if sendErr != nil {
 		a.Outcome = OutcomeRetrying
-		if job.Attempt >= job.MaxAttempts {
+		if _, again := Retry(first, start, job.Attempt, 0); !again || job.Attempt >= job.MaxAttempts {
 			a.Outcome = OutcomeFailed
 		}
 	}
@@ -189,6 +250,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		w.count(MetricRefused)
 	} else {
 		w.count(a.Outcome)
+	}
+	if a.Outcome == OutcomeFailed && job.Attempt < job.MaxAttempts {
+		return river.JobCancel(sendErr)
 	}
 	return sendErr
 }
@@ -209,7 +273,9 @@ func (e refusedError) Unwrap() error { return e.error }
 func (w *Worker) send(ctx context.Context, t Target, at time.Time) (int, string, error) {
 	// DNS may have changed since creation; the dialer checks the address
 	// actually connected as well.
-	if err := w.Guard.CheckURL(ctx, t.Endpoint.URL); err != nil {
+	if err := w.Guard.CheckURL(ctx, t.Endpoint.URL); errors.Is(err, errUnresolved) {
+		return 0, "refused: " + err.Error(), err
+	} else if err != nil {
 		return 0, "refused: " + err.Error(), refusedError{err}
 	}
 	sig, err := w.sign(t, at)

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -26,5 +27,55 @@ func TestNextRetry(t *testing.T) {
 	}
 	if RescueAfter <= JobTimeout || JobTimeout <= Timeout {
 		t.Errorf("RescueAfter %v, JobTimeout %v, Timeout %v: each must exceed the next", RescueAfter, JobTimeout, Timeout)
+	}
+}
+
+// TestRetrySchedule walks the schedule for every kind of jitter: the
+// first retry within 30 s, the last attempt no earlier than RetryFor after
+// the first (and not later, when River runs each on time), and River's
+// MaxAttempts never reached first.
+func TestRetrySchedule(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	jitters := map[string]func(n int) float64{
+		"none":        func(int) float64 { return 0 },
+		"half":        func(int) float64 { return 0.5 },
+		"largest":     func(int) float64 { return 1 },
+		"alternating": func(n int) float64 { return float64(n % 2) },
+		"random":      func(int) float64 { return rng.Float64() },
+	}
+	for name, jitter := range jitters {
+		for run := range 50 {
+			first := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			at, n := first, 1
+			for {
+				next, ok := Retry(first, at, n, jitter(n))
+				if !ok {
+					break
+				}
+				if !next.After(at) {
+					t.Fatalf("%s: attempt %d at %v, then %v", name, n, at, next)
+				}
+				if n == 1 && next.Sub(at) > 30*time.Second {
+					t.Fatalf("%s: the first retry comes %v after the failure, want within 30 s", name, next.Sub(at))
+				}
+				at, n = next, n+1
+			}
+			if last := at.Sub(first); last != RetryFor {
+				t.Fatalf("%s run %d: the last attempt is %v after the first, want %v", name, run, last, RetryFor)
+			}
+			if n >= MaxAttempts {
+				t.Fatalf("%s: %d attempts reach MaxAttempts %d: River would end the delivery", name, n, MaxAttempts)
+			}
+		}
+	}
+	// A late queue (the attempt made after its time) is still the last
+	// one only once RetryFor has passed.
+	first := time.Unix(0, 0)
+	if _, ok := Retry(first, first.Add(RetryFor-time.Second), 20, 1); !ok {
+		t.Error("an attempt before RetryFor ends the delivery")
+	}
+	if _, ok := Retry(first, first.Add(RetryFor+time.Hour), 20, 0); ok {
+		t.Error("an attempt after RetryFor does not end the delivery")
 	}
 }

@@ -25,6 +25,14 @@ const (
 	StatusDisabled = "disabled"
 )
 
+// MaxEndpoints is how many endpoints an account may have (as Stripe);
+// deleted ones do not count.
+const MaxEndpoints = 16
+
+// ErrTooManyEndpoints is a creation beyond MaxEndpoints.
+var ErrTooManyEndpoints = payment.Errorf(payment.CodeLimitExceeded,
+	"an account has at most 16 webhook endpoints; delete one before creating another")
+
 // RotationOverlap is how long the secret before a rotation keeps signing.
 const RotationOverlap = 24 * time.Hour
 
@@ -128,8 +136,10 @@ func (a Attempt) View() any {
 // Store is the persistence of endpoints and attempts.
 type Store interface {
 	// EndpointInsert stores e unless the account already has an endpoint
-	// created with the same key; then it returns that one and false.
-	EndpointInsert(ctx context.Context, e *Endpoint) (*Endpoint, bool, error)
+	// created with the same key; then it returns that one and false. An
+	// account that already has limit endpoints gets ErrTooManyEndpoints;
+	// concurrent creations are counted one after the other.
+	EndpointInsert(ctx context.Context, e *Endpoint, limit int) (*Endpoint, bool, error)
 	EndpointGet(ctx context.Context, accountID, id string) (*Endpoint, error)
 	// EndpointGetAny reads an endpoint of any account, deleted ones too.
 	EndpointGetAny(ctx context.Context, id string) (*Endpoint, error)
@@ -140,7 +150,8 @@ type Store interface {
 	AttemptsByEndpoint(ctx context.Context, accountID, endpointID string, after int64, limit int) ([]Attempt, error)
 	AttemptsByEvent(ctx context.Context, accountID, eventID string, after int64, limit int) ([]Attempt, error)
 	// Redeliver enqueues the event again to every enabled endpoint that
-	// takes it; ErrNotFound for an unknown event.
+	// takes it, except where a delivery of it is still waiting or running;
+	// ErrNotFound for an unknown event.
 	Redeliver(ctx context.Context, accountID, eventID string) error
 
 	// Admin reads and actions, across accounts.
@@ -274,7 +285,7 @@ func (s *Service) Create(ctx context.Context, accountID, key string, r EndpointR
 	if r.Description != nil {
 		e.Description = *r.Description
 	}
-	got, created, err := s.store.EndpointInsert(ctx, e)
+	got, created, err := s.store.EndpointInsert(ctx, e, MaxEndpoints)
 	if err != nil {
 		return nil, false, err
 	}

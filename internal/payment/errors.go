@@ -25,6 +25,7 @@ const (
 	CodeOutcomeUnknown        Code = "outcome_unknown"
 	CodeProviderRejected      Code = "provider_rejected"
 	CodeCredentialsInUse      Code = "provider_credentials_in_use"
+	CodeLimitExceeded         Code = "limit_exceeded"
 	CodeUnavailable           Code = "unavailable"
 	// CodeRateLimited: too many failed admin authentications from one
 	// client address.

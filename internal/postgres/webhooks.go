@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // River is the job queue of webhook deliveries, on this database.
@@ -139,7 +140,14 @@ func enqueueTx(ctx context.Context, r *River, tx pgx.Tx, q *dbsqlc.Queries, acco
 	return enqueueIDs(ctx, r, tx, accountID, eventID, ids)
 }
 
-// enqueueIDs inserts one delivery job per endpoint id.
+// waiting are the states of a delivery job not yet over: a delivery of an
+// event to an endpoint in one of them stands in for any other, so a
+// redeliver never grows the queue while one waits.
+var waiting = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}
+
+// enqueueIDs inserts one delivery job per endpoint id, unless one for the
+// same event and endpoint is waiting.
 func enqueueIDs(ctx context.Context, r *River, tx pgx.Tx, accountID, eventID string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
@@ -147,8 +155,9 @@ func enqueueIDs(ctx context.Context, r *River, tx pgx.Tx, accountID, eventID str
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
 		params[i] = river.InsertManyParams{
-			Args:       notify.DeliverArgs{AccountID: accountID, EndpointID: id, EventID: eventID},
-			InsertOpts: &river.InsertOpts{Queue: notify.Queue, MaxAttempts: notify.MaxAttempts},
+			Args: notify.DeliverArgs{AccountID: accountID, EndpointID: id, EventID: eventID},
+			InsertOpts: &river.InsertOpts{Queue: notify.Queue, MaxAttempts: notify.MaxAttempts,
+				UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: waiting}},
 		}
 	}
 	if _, err := r.InsertManyTx(ctx, tx, params); err != nil {
@@ -184,23 +193,45 @@ func endpointFromRow(r dbsqlc.WebhookEndpoint) *notify.Endpoint {
 		RotateKeyHash: r.RotateKeyHash, FailingSince: r.FailingSince, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
-// EndpointInsert stores e, or finds the endpoint created with its key.
-func (s *WebhookStore) EndpointInsert(ctx context.Context, e *notify.Endpoint) (*notify.Endpoint, bool, error) {
-	row, err := s.db.q.WebhookEndpointInsert(ctx, dbsqlc.WebhookEndpointInsertParams{
-		ID: e.ID, AccountID: e.AccountID, Url: e.URL, EnabledEvents: e.EnabledEvents, Description: e.Description,
-		SecretEnc: e.SecretEnc, CreateKeyHash: e.CreateKeyHash, CreateFingerprint: e.CreateFingerprint, Now: e.CreatedAt})
-	if errors.Is(err, pgx.ErrNoRows) {
-		row, err = s.db.q.WebhookEndpointByCreateKey(ctx, dbsqlc.WebhookEndpointByCreateKeyParams{
-			AccountID: e.AccountID, CreateKeyHash: e.CreateKeyHash})
-		if err != nil {
-			return nil, false, translate(err)
+// EndpointInsert stores e, or finds the endpoint created with its key; an
+// account at limit gets notify.ErrTooManyEndpoints. The account's row is
+// locked first, so two creations never both count the same endpoints.
+func (s *WebhookStore) EndpointInsert(ctx context.Context, e *notify.Endpoint, limit int) (*notify.Endpoint, bool, error) {
+	var (
+		out     *notify.Endpoint
+		created bool
+	)
+	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		if _, err := q.AccountLockForEndpoints(ctx, e.AccountID); err != nil {
+			return translate(err)
 		}
-		return endpointFromRow(row), false, nil
-	}
-	if err != nil {
-		return nil, false, translate(err)
-	}
-	return endpointFromRow(row), true, nil
+		byKey := dbsqlc.WebhookEndpointByCreateKeyParams{AccountID: e.AccountID, CreateKeyHash: e.CreateKeyHash}
+		row, err := q.WebhookEndpointByCreateKey(ctx, byKey)
+		if err == nil {
+			out = endpointFromRow(row)
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return translate(err)
+		}
+		n, err := q.WebhookEndpointCount(ctx, e.AccountID)
+		if err != nil {
+			return translate(err)
+		}
+		if n >= int64(limit) {
+			return notify.ErrTooManyEndpoints
+		}
+		row, err = q.WebhookEndpointInsert(ctx, dbsqlc.WebhookEndpointInsertParams{
+			ID: e.ID, AccountID: e.AccountID, Url: e.URL, EnabledEvents: e.EnabledEvents, Description: e.Description,
+			SecretEnc: e.SecretEnc, CreateKeyHash: e.CreateKeyHash, CreateFingerprint: e.CreateFingerprint, Now: e.CreatedAt})
+		if err != nil {
+			return translate(err)
+		}
+		out, created = endpointFromRow(row), true
+		return nil
+	})
+	return out, created, err
 }
 
 func (s *WebhookStore) EndpointGet(ctx context.Context, accountID, id string) (*notify.Endpoint, error) {

@@ -10,6 +10,20 @@ import (
 	"time"
 )
 
+const accountLockForEndpoints = `-- name: AccountLockForEndpoints :one
+SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE
+`
+
+// Serializes an account's endpoint creations, so each counts the ones
+// before it. NO KEY UPDATE leaves foreign key checks (KEY SHARE) of the
+// account's payments unblocked.
+func (q *Queries) AccountLockForEndpoints(ctx context.Context, id string) (string, error) {
+	row := q.db.QueryRow(ctx, accountLockForEndpoints, id)
+	var id_2 string
+	err := row.Scan(&id_2)
+	return id_2, err
+}
+
 const eventAccount = `-- name: EventAccount :one
 SELECT account_id FROM events WHERE id = $1
 `
@@ -237,6 +251,17 @@ func (q *Queries) WebhookEndpointByCreateKey(ctx context.Context, arg WebhookEnd
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const webhookEndpointCount = `-- name: WebhookEndpointCount :one
+SELECT count(*) FROM webhook_endpoints WHERE account_id = $1 AND deleted_at IS NULL
+`
+
+func (q *Queries) WebhookEndpointCount(ctx context.Context, accountID string) (int64, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointCount, accountID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const webhookEndpointDelete = `-- name: WebhookEndpointDelete :one

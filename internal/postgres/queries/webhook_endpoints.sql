@@ -7,6 +7,15 @@ VALUES (@id, @account_id, @url, @enabled_events, @description, 'enabled', @secre
 ON CONFLICT (account_id, create_key_hash) DO NOTHING
 RETURNING *;
 
+-- Serializes an account's endpoint creations, so each counts the ones
+-- before it. NO KEY UPDATE leaves foreign key checks (KEY SHARE) of the
+-- account's payments unblocked.
+-- name: AccountLockForEndpoints :one
+SELECT id FROM accounts WHERE id = @id FOR NO KEY UPDATE;
+
+-- name: WebhookEndpointCount :one
+SELECT count(*) FROM webhook_endpoints WHERE account_id = @account_id AND deleted_at IS NULL;
+
 -- name: WebhookEndpointByCreateKey :one
 SELECT * FROM webhook_endpoints WHERE account_id = @account_id AND create_key_hash = @create_key_hash;
 
