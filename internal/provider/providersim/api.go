@@ -245,7 +245,7 @@ func (s *Server) createIntent(a *account, c *call) result {
 	confirm, _ := strconv.ParseBool(get(c.form, "confirm"))
 	pm := get(c.form, "payment_method")
 	pmType := get(c.form, "payment_method_data[type]")
-	dec, known := testPaymentMethods[pm]
+	_, known := testPaymentMethods[pm]
 	challenge := challengePaymentMethods[pm]
 	switch {
 	case pm != "" && pmType != "":
@@ -300,12 +300,26 @@ func (s *Server) createIntent(a *account, c *call) result {
 		pi.Status = "requires_confirmation"
 	case details != nil:
 		s.startVoucher(a, pi, details, c)
-	case challenge:
+	default:
+		return s.confirmCard(a, pi, c)
+	}
+	return okResult(pi.wire())
+}
+
+// confirmCard confirms an intent with its card payment method: a 3-D
+// Secure challenge, a decline or an authorization. Requires s.mu.
+func (s *Server) confirmCard(a *account, pi *intentRecord, c *call) result {
+	pi.lastError = nil
+	dec := testPaymentMethods[pi.PaymentMethod]
+	switch {
+	case challengePaymentMethods[pi.PaymentMethod]:
 		s.startChallenge(a, pi, c)
 	case dec != nil:
 		// Stripe keeps the declined intent, detaches the card and reports the
-		// intent inside the error.
+		// intent inside the error. The intent can be confirmed again, with
+		// its client_secret, until it is canceled.
 		pi.Status, pi.PaymentMethod, pi.LatestCharge = "requires_payment_method", "", newID("ch_", 24)
+		pi.nextAction, pi.NextActionType = nil, ""
 		pi.lastError = &apiError{Type: cardError, Code: dec.code, DeclineCode: dec.declineCode,
 			Message: dec.message, Charge: pi.LatestCharge,
 			DocURL: "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(dec.code, "_", "-")}
@@ -318,6 +332,77 @@ func (s *Server) createIntent(a *account, c *call) result {
 		s.authorize(a, pi, c.now)
 	}
 	return okResult(pi.wire())
+}
+
+// confirmable are the statuses Stripe confirms a PaymentIntent from.
+var confirmable = []string{"requires_payment_method", "requires_confirmation", "requires_action"}
+
+// confirmIntent implements POST /v1/payment_intents/{id}/confirm with a
+// card payment method, as a server (secret key) or a customer's browser
+// (publishable key and client_secret, see publishable) calls it. An
+// intent that was declined or failed 3-D Secure is payable this way until
+// it is canceled.
+func (s *Server) confirmIntent(a *account, c *call) result {
+	pi := a.intents[c.id]
+	if pi == nil {
+		return notFound("payment_intent", "intent", c.id)
+	}
+	if cs := get(c.form, "client_secret"); cs != "" && cs != pi.clientSecret {
+		return rejected(badClientSecret())
+	}
+	if !slices.Contains(confirmable, pi.Status) {
+		return unexpectedState(pi, "confirmed", strings.Join(confirmable, ", "))
+	}
+	pm := get(c.form, "payment_method")
+	if pm == "" {
+		pm = pi.PaymentMethod
+	}
+	_, known := testPaymentMethods[pm]
+	switch {
+	case pm == "":
+		return rejected(missingParam("payment_method"))
+	case !known && !challengePaymentMethods[pm]:
+		return rejected(&apiError{Type: invalidRequest, Code: "resource_missing", Param: "payment_method",
+			Message: "No such PaymentMethod: '" + pm + "'"})
+	case !slices.Contains(pi.methodTypes, "card"):
+		return rejected(&apiError{Type: invalidRequest, Param: "payment_method",
+			Message: "The PaymentMethod provided (card) is not allowed for this PaymentIntent. Allowed types: " +
+				strings.Join(pi.methodTypes, ", ") + "."})
+	}
+	if u := get(c.form, "return_url"); u != "" {
+		pi.returnURL = u
+	}
+	pi.PaymentMethod, pi.MethodType = pm, "card"
+	return s.confirmCard(a, pi, c)
+}
+
+func badClientSecret() *apiError {
+	return &apiError{Type: invalidRequest, Param: "client_secret",
+		Message: "The client_secret provided does not match any associated PaymentIntent on this account."}
+}
+
+// publishable lets a customer's browser confirm with a publishable key
+// (pk_) and the intent's client_secret, as Stripe.js does: the request
+// then acts for the secret key that made the intent.
+func (s *Server) publishable(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bearer, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !strings.HasPrefix(strings.TrimSpace(bearer), "pk_") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		secret := r.PostFormValue("client_secret")
+		s.mu.Lock()
+		a, pi := s.findIntent(r.PathValue("id"))
+		ok := pi != nil && secret != "" && secret == pi.clientSecret
+		s.mu.Unlock()
+		if !ok {
+			s.reply(w, &Request{Op: "confirm", Method: r.Method, Path: r.URL.Path, Time: s.Now()}, rejected(badClientSecret()))
+			return
+		}
+		r.Header.Set("Authorization", "Bearer "+a.key)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // authorize completes a card payment: held for capture or charged.

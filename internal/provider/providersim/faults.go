@@ -47,7 +47,7 @@ var faultBefore = map[FaultKind]bool{
 // that passed authentication and the idempotency check, replays included;
 // random faults only mutating ones.
 type Fault struct {
-	// Op is authorize, capture, cancel, refund, retrieve, retrieve_refund,
+	// Op is authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund,
 	// list_refunds or search; "" matches any.
 	Op string
 	// IdempotencyKey must equal the request's; "" matches any.

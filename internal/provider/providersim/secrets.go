@@ -12,6 +12,7 @@ import (
 // would ask for; its keys are the known operations.
 var permissions = map[string]string{
 	"authorize":       "rak_payment_intent_write",
+	"confirm":         "rak_payment_intent_write",
 	"capture":         "rak_payment_intent_write",
 	"cancel":          "rak_payment_intent_write",
 	"retrieve":        "rak_payment_intent_read",

@@ -1,6 +1,6 @@
 // Package providersim is a stateful simulator of the part of the Stripe API
 // that the payment service uses through stripe-go: PaymentIntents (create and
-// confirm, retrieve, capture, cancel, search) and refunds (create, retrieve,
+// confirm, confirm again, retrieve, capture, cancel, search) and refunds (create, retrieve,
 // list), and disputes (list).
 //
 // Payments that wait for the customer work as at Stripe: the test cards
@@ -46,9 +46,12 @@
 //     invalid; ForbidSecret gives a secret key a restricted key's 403s.
 //   - Only test payment methods (pm_card_visa, pm_card_chargeDeclined, the
 //     3-D Secure cards above, ...) and payment_method_data of type pix or
-//     boleto exist. Intents are confirmed at creation or not at all: there is
-//     no confirm endpoint, so a failed challenge or an expired Pix cannot be
-//     retried on the same intent (create another). Pix and Boleto take BRL
+//     boleto exist. POST /v1/payment_intents/{id}/confirm takes card
+//     payment methods only, with a secret key or, as from Stripe.js, with
+//     any publishable key (pk_) and the intent's client_secret: so a
+//     declined or failed-challenge intent can be paid again, as at Stripe,
+//     until it is canceled; a Pix or Boleto intent is never confirmed
+//     again (create another). Pix and Boleto take BRL
 //     and automatic capture only; a Boleto tax_id is checked for 11 or 14
 //     digits, not for its check digits.
 //   - An unpaid Pix or Boleto expires when the simulator's clock passes its
@@ -148,7 +151,7 @@ func (s *Stats) add(o Stats) {
 
 // Request is one logged API request.
 type Request struct {
-	Op             string    `json:"op"` // authorize, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search; "" if unrouted
+	Op             string    `json:"op"` // authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search; "" if unrouted
 	Method         string    `json:"method"`
 	Path           string    `json:"path"`
 	SecretKey      string    `json:"secret_key,omitempty"`
@@ -220,6 +223,7 @@ func New(opts Options) *Server {
 	m.Handle("GET /v1/payment_intents/{id}", s.endpoint("retrieve", (*Server).getIntent))
 	m.Handle("POST /v1/payment_intents/{id}/capture", s.endpoint("capture", (*Server).captureIntent))
 	m.Handle("POST /v1/payment_intents/{id}/cancel", s.endpoint("cancel", (*Server).cancelIntent))
+	m.Handle("POST /v1/payment_intents/{id}/confirm", s.publishable(s.endpoint("confirm", (*Server).confirmIntent)))
 	m.Handle("POST /v1/refunds", s.endpoint("refund", (*Server).createRefund))
 	m.Handle("GET /v1/refunds", s.endpoint("list_refunds", (*Server).listRefunds))
 	m.Handle("GET /v1/refunds/{id}", s.endpoint("retrieve_refund", (*Server).getRefund))

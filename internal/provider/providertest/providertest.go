@@ -279,6 +279,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		}
 	})
 
+	t.Run("CancelOfDeclinedCancelsIt", func(t *testing.T) { cancelOfDeclined(t, newHarness) })
+
 	t.Run("RefundAnswersRefund", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -706,4 +708,26 @@ func closedURL(t *testing.T) string {
 		t.Fatalf("close listener: %v", err)
 	}
 	return "http://" + addr
+}
+
+// cancelOfDeclined: a declined intent awaits another payment method and
+// could still be paid with its client secret; a cancel ends that.
+func cancelOfDeclined(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Parallel()
+	s := setup(t, newHarness)
+	s.needState("it never declines: every create answers its fixture intent")
+	declined := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_chargeDeclined", "automatic"))
+	s.wantAnswer(declined, provider.AnswerCardError)
+	in := s.wantIntent(declined)
+	before := s.effects()
+	res := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID})
+	s.wantAnswer(res, provider.AnswerObject)
+	wantJudged(t, res.Answer, firstSend, provider.Succeeded)
+	if got := s.wantIntent(res); got.ID != in.ID || got.State != provider.IntentCanceled {
+		t.Fatalf("canceled intent = %+v, want %s canceled", *got, in.ID)
+	}
+	s.wantEffects(before, Effects{Cancels: 1})
+	if got := s.retrieve(in.ID); got.State != provider.IntentCanceled {
+		t.Fatalf("retrieved %+v, want canceled", *got)
+	}
 }
