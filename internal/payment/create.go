@@ -41,6 +41,12 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 			if err := tx.PaymentInsert(ctx, p); err != nil {
 				return nil, nil, err
 			}
+			if n > 1 {
+				// An earlier payment's intent may still be payable.
+				if err := checkOrderHeld(ctx, tx, acct.ID, req.OrderID, CodeOrderHasActivePayment); err != nil {
+					return nil, nil, err
+				}
+			}
 			a, err := s.insertAuthorizeAttempt(ctx, tx, p, attemptID, n, now)
 			if err != nil {
 				return nil, nil, err
@@ -50,6 +56,9 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 	if errors.Is(err, ErrLiveOrderConflict) {
 		s.metrics.Idempotency(op, "conflict")
 		return idempotency.Response{}, s.liveOrderError(ctx, acct.ID, req.OrderID)
+	}
+	if ErrorCode(err) == CodeOrderHasActivePayment {
+		s.metrics.Idempotency(op, "conflict")
 	}
 	return resp, err
 }

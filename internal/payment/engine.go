@@ -249,7 +249,10 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, rec idempotency.Record, n
 // then records the outcome and completes the key in transaction 2.
 func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) (idempotency.Response, error) {
 	res := s.call(ctx, acct, w.payment, w.attempt, w.recovered)
-	var resp idempotency.Response
+	var (
+		resp    idempotency.Response
+		settled *Payment
+	)
 	err := s.settle(ctx, w.attempt, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
 		// Lock order everywhere: key, then payment. The payment and the
@@ -273,6 +276,7 @@ func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) 
 		if err != nil {
 			return err
 		}
+		settled = p
 		if resp, err = w.render(ctx, tx, p, a); err != nil {
 			return err
 		}
@@ -281,6 +285,9 @@ func (s *Service) run(ctx context.Context, acct Account, w *work, actor string) 
 		}
 		return tx.KeyMarkUnknown(ctx, rec.ID, now)
 	})
+	if err == nil {
+		s.sendReleases(ctx, acct, settled, actor)
+	}
 	return resp, err
 }
 

@@ -93,6 +93,7 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 		return Resolution{}, err
 	}
 	out := s.call(ctx, acct, p, a, true)
+	var settled *Payment
 	err = s.settle(ctx, a, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
 		rec, err := tx.KeyLockByAttempt(ctx, a.ID)
@@ -114,6 +115,9 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 		stored, err := s.record(ctx, tx, p, a.ID, out, actor, now)
 		if err != nil {
 			return err
+		}
+		if a.Operation == OpAuthorize {
+			settled = p
 		}
 		if reason != "" || actor != "reconciler" {
 			if err := tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actor,
@@ -137,6 +141,9 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 		}
 		return s.completeKey(ctx, tx, rec, p, stored, now)
 	})
+	if err == nil {
+		s.sendReleases(ctx, acct, settled, actor)
+	}
 	if err != nil || !res.Waiting || res.ByOther {
 		return res, err
 	}

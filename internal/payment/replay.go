@@ -100,6 +100,12 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 			if err != nil {
 				return nil, nil, err
 			}
+			// Under the payment's lock, which its own release was armed
+			// under; once more after the update, which may have waited for
+			// another payment of the order to end.
+			if err := checkOrderHeld(ctx, tx, acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
+				return nil, nil, err
+			}
 			from := p.Status
 			p.Status, p.Attempt, p.UpdatedAt = StatusProcessing, n, now
 			p.ProviderPaymentID, p.FailureCode, p.FailureMessage, p.AmountCaptured = "", "", "", 0
@@ -109,6 +115,9 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 			// The live-order index refuses this when the order has another
 			// live payment.
 			if err := tx.PaymentUpdate(ctx, p); err != nil {
+				return nil, nil, err
+			}
+			if err := checkOrderHeld(ctx, tx, acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
 				return nil, nil, err
 			}
 			a, err := s.insertAuthorizeAttempt(ctx, tx, p, attemptID, n, now)

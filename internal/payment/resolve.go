@@ -198,7 +198,10 @@ func inferFromIntent(op Operation, in *provider.Intent) outcome {
 	switch {
 	case done:
 		return outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject, Intent: in}}
-	case in.State == provider.IntentAuthorized, in.State == provider.IntentCaptured, in.State == provider.IntentCanceled:
+	case in.State == provider.IntentAuthorized, in.State == provider.IntentCaptured, in.State == provider.IntentCanceled,
+		// A cancel that reached the provider takes effect at once: an
+		// intent in any other known state was never canceled.
+		op == OpCancel && in.State != provider.IntentOther:
 		return outcome{Result: provider.Result{Outcome: provider.Failed, Answer: provider.AnswerObject, Intent: in,
 			FailureCode: "no_effect_at_provider", FailureMessage: "the provider shows the payment " + string(in.State)}}
 	}
@@ -218,6 +221,9 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 	}
 	if err := s.settleDiscrepancy(ctx, tx, p, a, attemptStatus(a.Operation, out), now); err != nil {
 		return nil, err
+	}
+	if a.Operation == OpCancel && readCancel(a).Release {
+		return s.recordRelease(ctx, tx, p, a, out, actor, now)
 	}
 	next := *p
 	next.UpdatedAt = now
@@ -362,7 +368,13 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 			eventType = ""
 		}
 	}
-	return a, s.changed(ctx, tx, p, eventType, from, actor, action, "", details)
+	if err := s.changed(ctx, tx, p, eventType, from, actor, action, "", details); err != nil {
+		return nil, err
+	}
+	if a.Operation != OpAuthorize {
+		return a, nil
+	}
+	return a, s.armRelease(ctx, tx, p, out.Intent, actor, now)
 }
 
 // attemptStatus classifies an outcome for an attempt of one operation.

@@ -122,6 +122,9 @@ type Tx interface {
 	// AttemptsUnresolved counts the payment's attempts of these operations
 	// whose outcome is not known.
 	AttemptsUnresolved(ctx context.Context, paymentID string, ops ...Operation) (int, error)
+	// OrderHeldBy names a payment of the order that ended declined or
+	// failed and has a cancel still unresolved; ErrNotFound when none.
+	OrderHeldBy(ctx context.Context, accountID, orderID string) (string, error)
 
 	RefundInsert(ctx context.Context, r *Refund) error
 	RefundByAttempt(ctx context.Context, attemptID string) (*Refund, error)

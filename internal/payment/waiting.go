@@ -28,6 +28,9 @@ const (
 type cancelRequest struct {
 	provider.CancelRequest
 	From Status `json:",omitempty"`
+	// Release: the cancel of the intent of an attempt that ended declined
+	// or failed, so it can no longer be paid (see release.go).
+	Release bool `json:",omitempty"`
 }
 
 func readCancel(a *Attempt) cancelRequest {

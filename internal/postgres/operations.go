@@ -144,6 +144,11 @@ func (t *paymentTx) AttemptsUnresolved(ctx context.Context, paymentID string, op
 	return int(n), translate(err)
 }
 
+func (t *paymentTx) OrderHeldBy(ctx context.Context, accountID, orderID string) (string, error) {
+	id, err := t.q.AttemptCancelHoldingOrder(ctx, dbsqlc.AttemptCancelHoldingOrderParams{AccountID: accountID, OrderID: orderID})
+	return id, translate(err)
+}
+
 func (t *paymentTx) RefundInsert(ctx context.Context, r *payment.Refund) error {
 	_, err := t.q.RefundInsert(ctx, dbsqlc.RefundInsertParams{ID: r.ID, AccountID: r.AccountID, PaymentID: r.PaymentID,
 		AttemptID: r.AttemptID, Amount: r.Amount, Now: r.CreatedAt})

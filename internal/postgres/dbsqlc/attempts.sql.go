@@ -10,6 +10,31 @@ import (
 	"time"
 )
 
+const attemptCancelHoldingOrder = `-- name: AttemptCancelHoldingOrder :one
+SELECT a.payment_id FROM attempts a
+JOIN payments p ON p.id = a.payment_id
+WHERE a.account_id = $1 AND a.order_id = $2 AND a.operation = 'cancelar'
+  AND a.status IN ('processing', 'unknown')
+  AND p.status IN ('declined', 'failed')
+LIMIT 1
+`
+
+type AttemptCancelHoldingOrderParams struct {
+	AccountID string
+	OrderID   string
+}
+
+// An unresolved cancel of one of an order's payments that ended declined or
+// failed: that payment's intent may still be payable, so the order takes no
+// next attempt until the cancel settles. Read through the unique index on
+// (account_id, order_id, operation, number).
+func (q *Queries) AttemptCancelHoldingOrder(ctx context.Context, arg AttemptCancelHoldingOrderParams) (string, error) {
+	row := q.db.QueryRow(ctx, attemptCancelHoldingOrder, arg.AccountID, arg.OrderID)
+	var payment_id string
+	err := row.Scan(&payment_id)
+	return payment_id, err
+}
+
 const attemptClaimByID = `-- name: AttemptClaimByID :one
 UPDATE attempts
 SET lease_expires_at = $1

@@ -84,3 +84,15 @@ LIMIT 1;
 SELECT count(*) FROM attempts
 WHERE payment_id = @payment_id AND status IN ('processing', 'unknown')
   AND operation = ANY(@operations::text[]);
+
+-- An unresolved cancel of one of an order's payments that ended declined or
+-- failed: that payment's intent may still be payable, so the order takes no
+-- next attempt until the cancel settles. Read through the unique index on
+-- (account_id, order_id, operation, number).
+-- name: AttemptCancelHoldingOrder :one
+SELECT a.payment_id FROM attempts a
+JOIN payments p ON p.id = a.payment_id
+WHERE a.account_id = @account_id AND a.order_id = @order_id AND a.operation = 'cancelar'
+  AND a.status IN ('processing', 'unknown')
+  AND p.status IN ('declined', 'failed')
+LIMIT 1;

@@ -31,6 +31,8 @@ type Intent struct {
 	MethodType       string            `json:"payment_method_type"`        // card, pix or boleto
 	NextActionType   string            `json:"next_action_type,omitempty"` // while requires_action
 	ExpiresAt        *time.Time        `json:"expires_at,omitempty"`       // Pix and Boleto
+	// ClientSecret is what a customer's page holds to confirm the intent.
+	ClientSecret string `json:"client_secret"`
 }
 
 type intentRecord struct {
@@ -286,6 +288,7 @@ func (s *Server) createIntent(a *account, c *call) result {
 		Metadata: metadataParam(c.form), IdempotencyKey: c.idemKey, Created: c.now, MethodType: methodType,
 	}, methodTypes: methodTypes, returnURL: returnURL}
 	pi.clientSecret = pi.ID + "_secret_" + newID("", 25)
+	pi.ClientSecret = pi.clientSecret
 	if details != nil {
 		// Stripe makes a PaymentMethod of the payment_method_data.
 		pi.PaymentMethod, pi.billingName = newID("pm_", 24), details.name
