@@ -143,13 +143,15 @@ func (s *Service) sendReleases(ctx context.Context, acct Account, p *Payment, ac
 		if a.Operation != OpCancel || !readCancel(a).Release {
 			continue
 		}
+		// Never claimed (armed without a lease, no outcome recorded): its
+		// key was never sent, so this is its first send.
+		first := a.Status == AttemptProcessing && a.LeaseExpiresAt == nil && a.ReconcileTries == 0
 		now := s.clock()
 		claimed, err := s.store.AttemptClaim(ctx, a.ID, now, now.Add(s.claimLease()))
 		if err != nil {
 			continue // another path holds it, or the database is away: the reconciler owns it
 		}
-		// Sent as a recovery: nothing proves the key was never sent before.
-		out := s.call(ctx, acct, p, claimed, true)
+		out := s.call(ctx, acct, p, claimed, !first)
 		_ = s.settle(ctx, claimed, func(ctx context.Context, tx Tx) error {
 			cur, err := tx.PaymentLock(ctx, acct.ID, claimed.PaymentID)
 			if err != nil {
