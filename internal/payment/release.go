@@ -40,8 +40,8 @@ func payable(in *provider.Intent) bool {
 // the intent may still be paid. It is written without a lease: the path that
 // recorded the decline claims and sends it once its transaction commits,
 // and the reconciler takes it if that path cannot.
-func (s *Service) armRelease(ctx context.Context, tx Tx, p *Payment, in *provider.Intent, actor string, now time.Time) error {
-	if (p.Status != StatusDeclined && p.Status != StatusFailed) || p.ProviderPaymentID == "" || !payable(in) {
+func (s *Service) armRelease(ctx context.Context, tx Tx, p *Payment, op Operation, in *provider.Intent, actor string, now time.Time) error {
+	if op != OpAuthorize || (p.Status != StatusDeclined && p.Status != StatusFailed) || p.ProviderPaymentID == "" || !payable(in) {
 		return nil
 	}
 	return s.insertRelease(ctx, tx, p, p.ProviderPaymentID, actor, now)

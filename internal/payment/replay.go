@@ -100,9 +100,8 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 			if err != nil {
 				return nil, nil, err
 			}
-			// Under the payment's lock, which its own release was armed
-			// under; once more after the update, which may have waited for
-			// another payment of the order to end.
+			// Once under the lock its own release was armed under, once after
+			// the update, which may have waited for another payment to end.
 			if err := checkOrderHeld(ctx, tx, acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
 				return nil, nil, err
 			}

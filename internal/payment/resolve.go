@@ -371,10 +371,7 @@ func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID strin
 	if err := s.changed(ctx, tx, p, eventType, from, actor, action, "", details); err != nil {
 		return nil, err
 	}
-	if a.Operation != OpAuthorize {
-		return a, nil
-	}
-	return a, s.armRelease(ctx, tx, p, out.Intent, actor, now)
+	return a, s.armRelease(ctx, tx, p, a.Operation, out.Intent, actor, now)
 }
 
 // attemptStatus classifies an outcome for an attempt of one operation.

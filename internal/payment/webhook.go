@@ -61,7 +61,6 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 	outcome := DeliveryIgnored
 	var settled *Payment
 	err = s.store.WithTx(ctx, func(tx Tx) error {
-		settled = nil
 		now := s.clock()
 		var (
 			rec    idempotency.Record
@@ -135,17 +134,13 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 		if !inserted {
 			return errDuplicateDelivery // undo the effect: it was applied the first time
 		}
-		if p.Status != before.Status {
-			settled = p
-		}
+		settled = p
 		return nil
 	})
 	if errors.Is(err, errDuplicateDelivery) {
 		return DeliveryDuplicate, nil
 	}
-	if err == nil {
-		s.sendReleases(ctx, acct, settled, "webhook")
-	}
+	s.sendReleases(ctx, acct, settled, "webhook")
 	return outcome, err
 }
 
@@ -230,5 +225,5 @@ func (s *Service) applyIntent(ctx context.Context, tx Tx, p *Payment, n Notice, 
 	if err := s.changed(ctx, tx, p, "", from, "webhook", "webhook."+n.Type, "", map[string]any{"event_id": n.EventID}); err != nil {
 		return err
 	}
-	return s.armRelease(ctx, tx, p, n.Intent, "webhook", now)
+	return s.armRelease(ctx, tx, p, OpAuthorize, n.Intent, "webhook", now)
 }
