@@ -1362,7 +1362,7 @@ type Problem struct {
 	// Errors Field problems of the request.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
-	// PaymentId With `order_has_active_payment`, the order's live payment; with `provider_rejected`, the payment.
+	// PaymentId With `order_has_active_payment`, the order's live payment (or the declined one whose intent is still being canceled); with `provider_rejected`, the payment.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// ProviderCode With `provider_rejected`, the provider's reason (its error code, or `no_effect_at_provider` / `not_found_at_provider` when a lookup proved the operation never happened).
