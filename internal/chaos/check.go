@@ -133,9 +133,11 @@ func authorizedAtProvider(in providersim.Intent) bool {
 var localFor = map[string]string{"requires_capture": "authorized", "succeeded": "captured", "canceled": "canceled"}
 
 // checkRaces reads the provider's request log: of a capture and a cancel
-// racing on one payment, exactly one may reach the provider.
+// racing on one payment (one intent: an order's declined attempt has its
+// own intent canceled before the next attempt), exactly one may reach the
+// provider.
 func (r *Report) checkRaces(reqs []providersim.Request) {
-	sent := map[string]map[string]bool{} // order -> capturar/cancelar
+	sent := map[string]map[string]bool{} // order and intent -> capturar/cancelar
 	for _, q := range reqs {
 		// A request refused for its credentials was turned away before
 		// anything happened: it did not reach the payment.
@@ -147,6 +149,10 @@ func (r *Report) checkRaces(reqs []providersim.Request) {
 			continue
 		}
 		op, _, _ = strings.Cut(op, "-")
+		// /v1/payment_intents/{id}/capture or /cancel
+		if parts := strings.Split(q.Path, "/"); len(parts) == 5 {
+			order += " (intent " + parts[3] + ")"
+		}
 		if sent[order] == nil {
 			sent[order] = map[string]bool{}
 		}

@@ -78,6 +78,9 @@ func TestCheckRaces(t *testing.T) {
 		{Op: "capture", IdempotencyKey: "o1:capturar-v1"}, {Op: "capture", IdempotencyKey: "o1:capturar-v1"},
 		{Op: "cancel", IdempotencyKey: "o2:cancelar-v1"},
 		{Op: "capture", IdempotencyKey: "o3:capturar-v1"}, {Op: "cancel", IdempotencyKey: "o3:cancelar-v1"},
+		// The cancel of a declined attempt's intent, then a capture of attempt 2's.
+		{Op: "cancel", IdempotencyKey: "o5:cancelar-v1", Path: "/v1/payment_intents/pi_5a/cancel"},
+		{Op: "capture", IdempotencyKey: "o5:capturar-v1", Path: "/v1/payment_intents/pi_5b/capture"},
 		// Refused for a revoked key before anything happened: not sent.
 		{Op: "capture", IdempotencyKey: "o4:capturar-v1", Status: http.StatusUnauthorized}, {Op: "cancel", IdempotencyKey: "o4:cancelar-v1"},
 	})

@@ -495,10 +495,18 @@ func (f *fleet) create(ctx context.Context, rng *rand.Rand, order string, bad bo
 			f.observe(order, p, "POST /v1/payments")
 			return p
 		case retryable(a):
-		case bad && a.status == http.StatusConflict && a.code == "order_has_active_payment":
-			if p := f.get(ctx, rng, a.paymentID); p != nil && finalStatus(p.Status) {
+		case a.status == http.StatusConflict && a.code == "order_has_active_payment":
+			p := f.get(ctx, rng, a.paymentID)
+			switch {
+			case p != nil && (p.Status == "declined" || p.Status == "failed"):
+				// The earlier attempt's intent is still being canceled at
+				// the provider; nothing was reserved, so the same key waits.
+			case bad && p != nil && finalStatus(p.Status):
 				f.observe(order, p, "GET /v1/payments/{id} after 409")
 				return p
+			case !bad:
+				f.surprise("create "+order, a)
+				return nil
 			}
 		default:
 			f.surprise("create "+order, a)
