@@ -187,3 +187,42 @@ func TestLostCancelOfAWaitingBoletoIsDecidedByLookup(t *testing.T) {
 	}
 	wantKeys(t, opRequests(e.Sim, "cancel"), order+":cancelar-v1", order+":cancelar-v2")
 }
+
+// The customer pays the declined intent on the old page while its cancel
+// is held up: the provider refuses the cancel, the payment takes the
+// provider's state, and the order's next attempt is refused as for any
+// live payment, so nothing charges twice.
+func TestReleaseRefusedBecauseTheCustomerPaidFirst(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{})
+	lost := e.Sim.Inject(providersim.Fault{Op: "cancel", Kind: providersim.Error500BeforeEffect})
+	order := "pedido-rel-paid"
+	body := `{"order_id":"` + order + `","amount":2000,"currency":"BRL","payment_method":"pm_card_chargeDeclined"}`
+	r := create(e, "k-1", body)
+	wantStatus(t, r, http.StatusCreated)
+	p := r.JSON(t)
+	var in providersim.Intent
+	for _, q := range e.Sim.Requests() {
+		for _, i := range e.Sim.Intents(q.SecretKey) {
+			if i.ID == p["provider_payment_id"] {
+				in = i
+			}
+		}
+	}
+	if st := browserConfirm(t, e.SimURL, in.ID, in.ClientSecret); st != http.StatusOK {
+		t.Fatalf("the old page's confirm = %d, want 200 (the cancel has not reached the provider)", st)
+	}
+
+	lost.Remove()
+	runOnce(t, e, nil)
+	v := adminGet(t, e, p["id"].(string))
+	wantAttempt(t, v, order+":cancelar-v1 failed")
+	if v.Payment["status"] != "captured" || v.Payment["amount_captured"] != float64(2000) {
+		t.Fatalf("payment = %v, want captured: the provider's state", v.Payment)
+	}
+	r2 := create(e, "k-2", createBody(order, 2000))
+	wantProblem(t, r2, http.StatusConflict, "order_has_active_payment")
+	if st := e.Sim.Stats(); st.Authorizations != 1 || st.Cancels != 0 {
+		t.Fatalf("provider stats = %+v, want the old page's authorization only", st)
+	}
+}
