@@ -19,8 +19,8 @@ import (
 // records the decline, sent right after it and otherwise by the
 // reconciler; until it settles the order takes no new attempt.
 
-// ReasonRelease is the audit reason of a release.
-const ReasonRelease = "release_earlier_intent"
+// reasonRelease is the audit reason of a release.
+const reasonRelease = "release_earlier_intent"
 
 // payable tells whether an intent could still be paid; an answer that
 // carried no intent proves nothing, so it counts as payable.
@@ -64,7 +64,7 @@ func (s *Service) insertRelease(ctx context.Context, tx Tx, p *Payment, intentID
 		return err
 	}
 	return tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actor,
-		Action: "cancelar.requested", Reason: ReasonRelease,
+		Action: "cancelar.requested", Reason: reasonRelease,
 		Details: map[string]any{"attempt_id": r.ID, "provider_key": r.ProviderKey, "provider_payment_id": intentID}})
 }
 
@@ -86,7 +86,7 @@ func (s *Service) recordRelease(ctx context.Context, tx Tx, p *Payment, a *Attem
 		details["failure_code"] = out.FailureCode
 	}
 	audit := AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actor,
-		Action: "provider." + string(OpCancel), Reason: ReasonRelease, Details: details}
+		Action: "provider." + string(OpCancel), Reason: reasonRelease, Details: details}
 	if a.Status != AttemptFailed {
 		return a, tx.AuditInsert(ctx, audit)
 	}
@@ -100,7 +100,7 @@ func (s *Service) recordRelease(ctx context.Context, tx Tx, p *Payment, a *Attem
 			return nil, err
 		}
 		s.metrics.PaymentTransition(from, to)
-		return a, s.changed(ctx, tx, p, "", from, actor, audit.Action, ReasonRelease, details)
+		return a, s.changed(ctx, tx, p, "", from, actor, audit.Action, reasonRelease, details)
 	}
 	if err := tx.AuditInsert(ctx, audit); err != nil {
 		return nil, err
