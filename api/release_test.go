@@ -128,6 +128,11 @@ func TestLostReleaseHoldsTheNextAttempt(t *testing.T) {
 		t.Fatalf("provider stats = %+v, want no charge and no cancel yet", st)
 	}
 	wantAttempt(t, adminGet(t, e, p["id"].(string)), "pedido-rel-lost:cancelar-v1 unknown")
+	// An ops replay of the declined payment waits for the cancel as well.
+	wantProblem(t, replay(e, p["id"].(string), "replay-held"), http.StatusConflict, "outcome_unknown")
+	if keys := opRequests(e.Sim, "authorize"); len(keys) != 1 {
+		t.Fatalf("authorizations sent = %q, want only attempt 1's", keys)
+	}
 
 	lost.Remove()
 	e.Clock.Advance(time.Second)
