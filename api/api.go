@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 )
 
 // Readiness reports whether the service can take traffic.
@@ -46,6 +47,9 @@ type Config struct {
 	// Webhooks serves /v1/webhook_endpoints and event deliveries; nil
 	// leaves them out (404).
 	Webhooks *notify.Service
+	// BodyBudget bounds the bytes of provider webhook bodies read at once,
+	// across all requests; 0 is 16 MiB.
+	BodyBudget int64
 }
 
 // Server serves the HTTP API.
@@ -61,6 +65,7 @@ type Server struct {
 	console       http.Handler
 	discrepancies *payment.Discrepancies
 	webhooks      *notify.Service
+	bodies        *semaphore.Weighted
 }
 
 // New checks every dependency.
@@ -71,9 +76,13 @@ func New(c Config) (*Server, error) {
 	if c.AuthLimiter == nil {
 		c.AuthLimiter = authlimit.New(authlimit.Config{})
 	}
+	if c.BodyBudget <= 0 {
+		c.BodyBudget = defaultBodyBudget
+	}
 	return &Server{payments: c.Payments, accounts: c.Accounts, ready: c.Ready,
 		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, authLimiter: c.AuthLimiter,
-		noMetrics: c.NoMetrics, console: c.Console, discrepancies: c.Discrepancies, webhooks: c.Webhooks}, nil
+		noMetrics: c.NoMetrics, console: c.Console, discrepancies: c.Discrepancies, webhooks: c.Webhooks,
+		bodies: semaphore.NewWeighted(c.BodyBudget)}, nil
 }
 
 // Handler returns the routes with their middleware stack.

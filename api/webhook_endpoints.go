@@ -174,6 +174,9 @@ func (s *Server) redeliverEvent(w http.ResponseWriter, r *http.Request) {
 
 // Admin equivalents, across accounts. Secrets are never shown.
 
+// endpointCursors is the codec of the admin endpoint list's cursor.
+var endpointCursors = payment.IDCursor("webhook_endpoint", "cursor")
+
 // endpointList is a page of the admin endpoint list; pass next_cursor back
 // as cursor for the next one.
 type endpointList struct {
@@ -189,7 +192,12 @@ func (s *Server) adminListWebhookEndpoints(w http.ResponseWriter, r *http.Reques
 	}
 	q := r.URL.Query()
 	cursor := q.Get("cursor")
-	es, err := s.webhooks.AdminList(r.Context(), q.Get("account_id"), cursor, limit+1)
+	after, err := endpointCursors.Decode(cursor)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	es, err := s.webhooks.AdminList(r.Context(), q.Get("account_id"), after, limit+1)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -200,7 +208,7 @@ func (s *Server) adminListWebhookEndpoints(w http.ResponseWriter, r *http.Reques
 	}
 	l := page(views, limit)
 	if n := len(l.Data); n > 0 {
-		cursor = es[n-1].ID
+		cursor = endpointCursors.Encode(es[n-1].ID)
 	}
 	writeJSON(w, http.StatusOK, endpointList{list: l, NextCursor: cursor})
 }

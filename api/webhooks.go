@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 
@@ -24,12 +23,10 @@ const webhookRefused = "the event's Stripe-Signature could not be verified"
 // account is a 400 and nothing is stored; anything verified is a 200, also a
 // redelivery, a stale event or one about an object the service does not
 // know. It never answers 409: it waits for the payment's lock instead.
+// Requests cost nothing before they are known to be for an account with a
+// webhook secret: the account is looked up before a byte of the body is
+// read, and bodies are read within the server's byte budget (503 beyond).
 func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
-	if err != nil {
-		s.writeError(w, r, payment.Errorf(payment.CodeRequestTooLarge, "the event is too large"))
-		return
-	}
 	acct, err := s.accounts.Get(r.Context(), chi.URLParam(r, "account_id"))
 	if payment.ErrorCode(err) == payment.CodeNotFound || (err == nil && acct.WebhookSecret == "") {
 		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, webhookRefused))
@@ -39,6 +36,12 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	body, release, err := s.readBudgeted(w, r, maxWebhookBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	n, err := stripe.ParseEvent(body, r.Header.Get("Stripe-Signature"), acct.WebhookSecret)
 	if errors.Is(err, provider.ErrSignature) {
 		s.metrics.Webhook("rejected")

@@ -3100,6 +3100,11 @@ type ClientInterface interface {
 	// payment only by a valid forward transition of its state, judged on
 	// the provider object it carries, whatever order events arrive in. A
 	// webhook never answers 409: it waits for the payment's lock.
+	// An unknown account (or one without a webhook secret) is answered
+	// 400 before the body is read, with the same answer as a bad
+	// signature. Bodies are read within a byte budget shared by all
+	// requests: what the service cannot take now is 503 with
+	// `Retry-After`; a body over 1 MiB is 413.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3115,6 +3120,11 @@ type ClientInterface interface {
 	// payment only by a valid forward transition of its state, judged on
 	// the provider object it carries, whatever order events arrive in. A
 	// webhook never answers 409: it waits for the payment's lock.
+	// An unknown account (or one without a webhook secret) is answered
+	// 400 before the body is read, with the same answer as a bad
+	// signature. Bodies are read within a byte budget shared by all
+	// requests: what the service cannot take now is 503 with
+	// `Retry-After`; a body over 1 MiB is 413.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4051,6 +4061,11 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, id WebhookEndpointId, 
 // payment only by a valid forward transition of its state, judged on
 // the provider object it carries, whatever order events arrive in. A
 // webhook never answers 409: it waits for the payment's lock.
+// An unknown account (or one without a webhook secret) is answered
+// 400 before the body is read, with the same answer as a bad
+// signature. Bodies are read within a byte budget shared by all
+// requests: what the service cannot take now is 503 with
+// `Retry-After`; a body over 1 MiB is 413.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4076,6 +4091,11 @@ func (c *Client) StripeWebhookWithBody(ctx context.Context, accountId string, pa
 // payment only by a valid forward transition of its state, judged on
 // the provider object it carries, whatever order events arrive in. A
 // webhook never answers 409: it waits for the payment's lock.
+// An unknown account (or one without a webhook secret) is answered
+// 400 before the body is read, with the same answer as a bad
+// signature. Bodies are read within a byte budget shared by all
+// requests: what the service cannot take now is 503 with
+// `Retry-After`; a body over 1 MiB is 413.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6809,6 +6829,11 @@ type ClientWithResponsesInterface interface {
 	// payment only by a valid forward transition of its state, judged on
 	// the provider object it carries, whatever order events arrive in. A
 	// webhook never answers 409: it waits for the payment's lock.
+	// An unknown account (or one without a webhook secret) is answered
+	// 400 before the body is read, with the same answer as a bad
+	// signature. Bodies are read within a byte budget shared by all
+	// requests: what the service cannot take now is 503 with
+	// `Retry-After`; a body over 1 MiB is 413.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6824,6 +6849,11 @@ type ClientWithResponsesInterface interface {
 	// payment only by a valid forward transition of its state, judged on
 	// the provider object it carries, whatever order events arrive in. A
 	// webhook never answers 409: it waits for the payment's lock.
+	// An unknown account (or one without a webhook secret) is answered
+	// 400 before the body is read, with the same answer as a bad
+	// signature. Bodies are read within a byte budget shared by all
+	// requests: what the service cannot take now is 503 with
+	// `Retry-After`; a body over 1 MiB is 413.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11632,6 +11662,11 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 // payment only by a valid forward transition of its state, judged on
 // the provider object it carries, whatever order events arrive in. A
 // webhook never answers 409: it waits for the payment's lock.
+// An unknown account (or one without a webhook secret) is answered
+// 400 before the body is read, with the same answer as a bad
+// signature. Bodies are read within a byte budget shared by all
+// requests: what the service cannot take now is 503 with
+// `Retry-After`; a body over 1 MiB is 413.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11653,6 +11688,11 @@ func (c *ClientWithResponses) StripeWebhookWithBodyWithResponse(ctx context.Cont
 // payment only by a valid forward transition of its state, judged on
 // the provider object it carries, whatever order events arrive in. A
 // webhook never answers 409: it waits for the payment's lock.
+// An unknown account (or one without a webhook secret) is answered
+// 400 before the body is read, with the same answer as a bad
+// signature. Bodies are read within a byte budget shared by all
+// requests: what the service cannot take now is 503 with
+// `Retry-After`; a body over 1 MiB is 413.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -97,8 +97,9 @@ type Env struct {
 	Opts    Options
 	Account account.Account
 	APIKey  string
-	// URL is the first service instance.
-	URL string
+	// URL is the first service instance, and Router its routes.
+	URL    string
+	Router http.Handler
 	// Metrics of the first instance.
 	Metrics *metrics.Metrics
 	// Counter counts the first instance's database round trips.
@@ -236,7 +237,11 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if err != nil {
 		t.Fatalf("api: %v", err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	h := srv.Handler()
+	if e.Router == nil {
+		e.Router = h
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs.URL, svc, m
 }

@@ -183,6 +183,10 @@ func (c *Console) requireSession(next http.Handler) http.Handler {
 					Message: "This form has expired or did not come from this console. Go back, reload the page and try again."})
 				return
 			}
+			if formHasCardNumber(r.PostForm) {
+				c.render(w, r, http.StatusBadRequest, "message", pageData{Title: "Form refused", Message: cardRefused})
+				return
+			}
 		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
 		next.ServeHTTP(w, r)
@@ -236,6 +240,30 @@ func validForm(v url.Values) bool {
 	return true
 }
 
+// cardRefused explains a form refused for a card number, without echoing it.
+const cardRefused = "A field holds what looks like a card number. Card data is never taken here: remove it and try again."
+
+// formHasCardNumber reports whether a field that is stored or logged (a
+// reason, a name, an actor) holds a card number. Tokens and provider
+// secrets are credentials, not text, and are not read as card data.
+func formHasCardNumber(v url.Values) bool {
+	for k, vs := range v {
+		switch k {
+		case "csrf_token", "idempotency_key", "token", "stripe_secret_key", "webhook_secret":
+			continue
+		}
+		if payment.ContainsCardNumber(k) {
+			return true
+		}
+		for _, s := range vs {
+			if payment.ContainsCardNumber(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
 	c.signInForm(w, r, http.StatusOK, pageData{Next: safeNext(r.URL.Query().Get("next"))})
 }
@@ -273,6 +301,11 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	actor := strings.TrimSpace(r.PostForm.Get("actor"))
 	d := pageData{Next: safeNext(r.PostForm.Get("next")), Actor: actor}
+	if payment.ContainsCardNumber(actor) {
+		d.Actor, d.Error = "", cardRefused // never shown back
+		c.signInForm(w, r, http.StatusBadRequest, d)
+		return
+	}
 	if actor == "" || utf8.RuneCountInString(actor) > 100 {
 		d.Error = "Enter your name (at most 100 characters): it goes into the audit trail of everything you do."
 		c.signInForm(w, r, http.StatusBadRequest, d)

@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,13 +250,9 @@ func (d *Discrepancies) List(ctx context.Context, status DiscrepancyStatus, paym
 	default:
 		return DiscrepancyPage{}, fieldError("status", "must be open or resolved")
 	}
-	after := ""
-	if cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil || len(b) == 0 {
-			return DiscrepancyPage{}, fieldError("cursor", "is not a cursor this list returned")
-		}
-		after = string(b)
+	after, err := DiscrepancyCursors.Decode(cursor)
+	if err != nil {
+		return DiscrepancyPage{}, err
 	}
 	if limit <= 0 || limit > maxDiscrepancyListLimit {
 		limit = maxDiscrepancyListLimit
@@ -271,7 +266,7 @@ func (d *Discrepancies) List(ctx context.Context, status DiscrepancyStatus, paym
 		page.Data, page.HasMore = rows[:limit], true
 	}
 	if n := len(page.Data); n > 0 {
-		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(page.Data[n-1].ID))
+		page.NextCursor = DiscrepancyCursors.Encode(page.Data[n-1].ID)
 	}
 	return page, nil
 }

@@ -96,7 +96,7 @@ func FuzzParseCreateRequest(f *testing.F) {
 			}
 			return
 		}
-		if cardNumberPattern.MatchString(r.PaymentMethod) {
+		if ContainsCardNumber(r.PaymentMethod) {
 			t.Fatalf("a card number was accepted")
 		}
 		again, err := json.Marshal(r)

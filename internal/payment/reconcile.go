@@ -2,11 +2,9 @@ package payment
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -252,30 +250,17 @@ type StuckQuery struct {
 	Limit         int
 }
 
-// String encodes the cursor as an opaque token.
+// String encodes the cursor as an opaque token; the start is "".
 func (c StuckCursor) String() string {
 	if c.ID == "" {
 		return ""
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.UpdatedAt.UnixMicro(), 10) + "." + c.ID))
+	return StuckCursors.Encode(c)
 }
 
 // ParseStuckCursor reads a token made by StuckCursor.String.
 func ParseStuckCursor(v string) (StuckCursor, error) {
-	bad := fieldError("after", "must be a next_cursor this list returned")
-	if v == "" {
-		return StuckCursor{}, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return StuckCursor{}, bad
-	}
-	micros, id, ok := strings.Cut(string(raw), ".")
-	n, err := strconv.ParseInt(micros, 10, 64)
-	if !ok || err != nil || !validID(id) {
-		return StuckCursor{}, bad
-	}
-	return StuckCursor{UpdatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
+	return StuckCursors.Decode(v)
 }
 
 // validID accepts the service's own ids (prefix_ then hex).

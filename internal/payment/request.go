@@ -11,7 +11,6 @@ import (
 var (
 	orderIDPattern       = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	paymentMethodPattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
-	cardNumberPattern    = regexp.MustCompile(`^[0-9]{13,19}$`)
 	customerIDPattern    = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
 )
 
@@ -102,7 +101,7 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	switch {
 	case b.PaymentMethod == nil:
 		bad("payment_method", "is required")
-	case cardNumberPattern.MatchString(*b.PaymentMethod):
+	case ContainsCardNumber(*b.PaymentMethod):
 		bad("payment_method", "looks like a card number; send a provider token (pm_…), never card data")
 	case !paymentMethodPattern.MatchString(*b.PaymentMethod):
 		bad("payment_method", "must be a provider token matching ^[A-Za-z0-9_]{1,255}$")

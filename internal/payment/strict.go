@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"golang.org/x/text/unicode/norm"
 )
 
 // strictOptions make every request body mean one thing to every parser:
@@ -149,19 +150,19 @@ func describeStrictError(err error) error {
 }
 
 // Excerpt is how client text appears in an error: at most 32 characters,
-// digits masked (so no card number can be echoed), anything unprintable
+// digits of every script masked (so no card number can be echoed), anything unprintable
 // replaced.
 func Excerpt(s string) string {
 	const max = 32
 	var b strings.Builder
 	n := 0
-	for _, r := range s {
+	for _, r := range norm.NFKC.String(s) {
 		if n == max {
 			b.WriteString("…")
 			break
 		}
 		switch {
-		case r >= '0' && r <= '9':
+		case isDigitOfAnyScript(r):
 			b.WriteByte('#')
 		case r == utf8.RuneError || !unicode.IsPrint(r):
 			b.WriteByte('?')
@@ -171,70 +172,6 @@ func Excerpt(s string) string {
 		n++
 	}
 	return b.String()
-}
-
-// ContainsCardNumber reports whether s holds something that may be a card
-// number: a run of 13 to 19 digits that passes the Luhn check. Digits may be
-// grouped by single spaces or hyphens as printed on a card ("4242 4242 4242
-// 4242"); then any consecutive groups adding up to 13 to 19 digits count.
-// A plain digit run counts only as a whole: 20 or more digits in a row are
-// not read as a card number.
-func ContainsCardNumber(s string) bool {
-	for i := 0; i < len(s); {
-		if !isDigit(s[i]) {
-			i++
-			continue
-		}
-		// One run: digit groups joined by single separators.
-		var groups []string
-		j := i
-		for {
-			k := j
-			for k < len(s) && isDigit(s[k]) {
-				k++
-			}
-			groups = append(groups, s[j:k])
-			if k+1 < len(s) && (s[k] == ' ' || s[k] == '-') && isDigit(s[k+1]) {
-				j = k + 1
-				continue
-			}
-			j = k
-			break
-		}
-		i = j
-		for a := range groups {
-			digits := ""
-			for b := a; b < len(groups); b++ {
-				digits += groups[b]
-				if len(digits) > 19 {
-					break
-				}
-				if len(digits) >= 13 && luhn(digits) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-func luhn(digits string) bool {
-	sum := 0
-	double := false
-	for i := len(digits) - 1; i >= 0; i-- {
-		d := int(digits[i] - '0')
-		if double {
-			d *= 2
-			if d > 9 {
-				d -= 9
-			}
-		}
-		sum += d
-		double = !double
-	}
-	return sum%10 == 0
 }
 
 // ParseAmount is the one number grammar of amounts on every endpoint: a
