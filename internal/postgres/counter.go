@@ -27,7 +27,7 @@ func (c *Counter) statement(sql string) {
 	switch sql := strings.ToLower(strings.TrimSpace(sql)); {
 	case strings.HasPrefix(sql, "begin"):
 		c.txs.Add(1)
-	case sql == "commit", sql == "rollback":
+	case sql == "commit", sql == "rollback", strings.HasPrefix(sql, strings.ToLower(setTimeoutsPrefix)):
 	default:
 		c.statements.Add(1)
 	}

@@ -260,7 +260,7 @@ FROM (
 // age of the oldest transaction that holds its horizon back.
 func (s *PaymentStore) EventFeedLag(ctx context.Context) (time.Duration, error) {
 	var secs float64
-	if err := s.db.Pool.QueryRow(ctx, feedLagSQL).Scan(&secs); err != nil {
+	if err := s.db.bounded.QueryRow(ctx, feedLagSQL).Scan(&secs); err != nil {
 		return 0, translate(err)
 	}
 	return time.Duration(secs * float64(time.Second)), nil

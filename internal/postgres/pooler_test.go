@@ -11,11 +11,13 @@ import (
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Through PgBouncer in transaction mode (Debian's 1.18, without
-// protocol-level prepared statements), as the README's "Production
-// database" section sets it up.
+// Through PgBouncer in transaction mode (Debian's 1.18 and its default
+// pgbouncer.ini: no ignore_startup_parameters, no protocol-level prepared
+// statements), as the README's "Production database" section sets it up.
 func TestPgBouncer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -24,9 +26,9 @@ func TestPgBouncer(t *testing.T) {
 	pooled := postgrestest.PgBouncer(t, direct)
 	to := postgrestest.PooledTimeouts
 
-	// PgBouncer drops the timeouts sent at connection start; every
-	// transaction sets them again, and they do not outlive it on the
-	// server connection that the next client gets.
+	// Nothing is sent at connection start, which PgBouncer would refuse;
+	// every transaction sets the timeouts, and they do not outlive it on
+	// the server connection that the next client gets.
 	t.Run("TransactionsKeepTheirTimeouts", func(t *testing.T) {
 		db, err := postgres.Open(ctx, pooled, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
 		if err != nil {
@@ -143,18 +145,52 @@ func TestPgBouncer(t *testing.T) {
 		}
 	})
 
-	// Without ignore_startup_parameters PgBouncer refuses the timeouts:
-	// Open says what to set, in one line.
-	t.Run("RefusedTimeoutsAreExplained", func(t *testing.T) {
-		strict := postgrestest.PgBouncerIgnoring(t, direct, "")
-		_, err := postgres.Open(ctx, strict, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
-		if err == nil {
-			t.Fatal("PgBouncer accepted statement_timeout at connection start")
+	// A statement sent outside a transaction carries the timeouts too,
+	// in the same implicit transaction, and leaves nothing behind.
+	t.Run("StatementsOutsideTransactionsAreBounded", func(t *testing.T) {
+		db, err := postgres.Open(ctx, pooled, postgres.WithSessionTimeouts(300*time.Millisecond, 200*time.Millisecond, to[2]))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if msg := err.Error(); !strings.Contains(msg, "ignore_startup_parameters = statement_timeout,lock_timeout,idle_in_transaction_session_timeout") {
-			t.Errorf("error %q does not say what to set", msg)
+		defer db.Close()
+		var shown string
+		if err := postgres.Outside(db).QueryRow(ctx, "SHOW statement_timeout").Scan(&shown); err != nil || shown != "300ms" {
+			t.Errorf("outside a transaction, statement_timeout = %q (%v), want 300ms", shown, err)
 		}
-		t.Log(err)
+		start := time.Now()
+		_, err = postgres.Outside(db).Exec(ctx, "SELECT pg_sleep(5)")
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "57014" || time.Since(start) > 3*time.Second {
+			t.Errorf("a 5 s statement outside a transaction: %v after %s, want 57014 (statement_timeout)", err, time.Since(start))
+		}
+		admin, err := pgx.Connect(ctx, direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "CREATE TABLE held (id int PRIMARY KEY); INSERT INTO held VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		holder, err := admin.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Rollback(ctx)
+		if _, err := holder.Exec(ctx, "SELECT 1 FROM held FOR UPDATE"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = postgres.Outside(db).Exec(ctx, "UPDATE held SET id = 2")
+		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+			t.Errorf("an update of a locked row outside a transaction: %v, want 55P03 (lock_timeout)", err)
+		}
+		var leaked int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_settings WHERE source <> 'default' AND source <> 'configuration file'
+			AND name IN ('statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout')`).Scan(&leaked); err != nil {
+			t.Fatal(err)
+		}
+		if leaked != 0 {
+			t.Errorf("%d timeouts left on a pooled server connection", leaked)
+		}
 	})
 
 	// The migrations' advisory lock is a session's: through the pooler

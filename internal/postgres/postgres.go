@@ -34,42 +34,53 @@ type DB struct {
 	// begin opens every transaction: READ COMMITTED and the session
 	// timeouts again, local to it; queued, they travel with its first
 	// statement.
-	begin  []string
-	health *health
+	begin []string
+	// bounded runs statements outside transactions with the timeouts.
+	bounded  bounded
+	timeouts map[string]string
+	health   *health
 	// river enqueues webhook deliveries inside payment transactions.
 	river *River
 }
 
 // Option adjusts the pool configuration.
-type Option func(*pgxpool.Config)
+type Option func(*settings)
+
+// settings is what Options adjust before the pool opens.
+type settings struct {
+	pool *pgxpool.Config
+	// timeouts are the session timeouts set again in every transaction
+	// and with every statement sent outside one, by name, in milliseconds.
+	timeouts map[string]string
+}
 
 // WithCounter counts the statements and transactions run through the pool.
 func WithCounter(c *Counter) Option {
-	return func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c }
+	return func(s *settings) { s.pool.ConnConfig.Tracer = c }
 }
 
 // WithSessionTimeouts bounds how long one session can hold up the others: a
 // statement runs at most statement, waits for a lock at most lock, and a
 // session left idle inside a transaction is ended after idleInTx. Without
 // them one stalled writer holding a row lock freezes every request that
-// needs the row. They are startup parameters of every connection, never a
-// session SET, which a transaction pooler would leak to other clients; and
-// every transaction sets them again with SET LOCAL, queued with its BEGIN
-// (no extra round trip), because a pooler drops startup parameters (PgBouncer
-// rejects them unless listed in ignore_startup_parameters, and then
-// ignores them). A zero duration leaves the server's setting.
+// needs the row.
+//
+// They are never startup parameters, which a transaction pooler refuses
+// (PgBouncer 1.18 with its default ignore_startup_parameters) or drops, and
+// never a session SET, which it would leak to other clients. Every
+// transaction sets them with SET LOCAL, queued with its BEGIN, and every
+// statement sent outside a transaction goes with set_config(..., true) in
+// the same implicit transaction (one pipeline, one Sync): no extra round
+// trip either way. A zero duration leaves the server's setting.
 func WithSessionTimeouts(statement, lock, idleInTx time.Duration) Option {
-	return func(cfg *pgxpool.Config) {
+	return func(s *settings) {
 		for name, d := range map[string]time.Duration{
 			"statement_timeout":                   statement,
 			"lock_timeout":                        lock,
 			"idle_in_transaction_session_timeout": idleInTx,
 		} {
 			if d > 0 {
-				if cfg.ConnConfig.RuntimeParams == nil {
-					cfg.ConnConfig.RuntimeParams = map[string]string{}
-				}
-				cfg.ConnConfig.RuntimeParams[name] = milliseconds(d)
+				s.timeouts[name] = milliseconds(d)
 			}
 		}
 	}
@@ -96,8 +107,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DATABASE_URL: %w", err)
 	}
+	s := &settings{pool: cfg, timeouts: map[string]string{}}
 	for _, o := range opts {
-		o(cfg)
+		o(s)
 	}
 	h := &health{}
 	cfg.ConnConfig.Tracer = tracers{health: h, other: cfg.ConnConfig.Tracer}
@@ -108,44 +120,50 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	h.pool.Store(pool)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: ping: %w%s", err, poolerHint(err))
+		return nil, fmt.Errorf("postgres: ping: %w", err)
 	}
 	inserter, err := newInserter(pool)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: job queue: %w", err)
 	}
-	return &DB{Pool: pool, q: dbsqlc.New(pool), begin: beginStatements(cfg.ConnConfig.RuntimeParams), health: h, river: inserter}, nil
+	set := setTimeouts(s.timeouts)
+	db := &DB{Pool: pool, bounded: bounded{pool: pool, set: set}, timeouts: s.timeouts, health: h, river: inserter}
+	db.q = dbsqlc.New(db.bounded)
+	db.begin = []string{"BEGIN ISOLATION LEVEL READ COMMITTED"}
+	if set != "" {
+		db.begin = append(db.begin, set)
+	}
+	return db, nil
 }
 
-// beginStatements are BEGIN and, in one statement, the session timeouts
-// of params as set_config(..., true), which is SET LOCAL. A batch holds one
-// command per statement, so they cannot share BEGIN's string.
-func beginStatements(params map[string]string) []string {
-	stmts := []string{"BEGIN ISOLATION LEVEL READ COMMITTED"}
+// setTimeouts is one statement setting timeouts (by name, in
+// milliseconds) with set_config(..., true), which is SET LOCAL: they end
+// with the transaction, explicit or implicit. "" when there are none.
+func setTimeouts(timeouts map[string]string) string {
 	var sets []string
 	for _, name := range sessionTimeouts {
-		if v, ok := params[name]; ok {
+		if v, ok := timeouts[name]; ok {
 			if _, err := strconv.ParseInt(v, 10, 64); err == nil {
 				sets = append(sets, fmt.Sprintf("set_config('%s', '%s', true)", name, v))
 			}
 		}
 	}
-	if len(sets) > 0 {
-		stmts = append(stmts, "SELECT "+strings.Join(sets, ", "))
+	if len(sets) == 0 {
+		return ""
 	}
-	return stmts
+	return setTimeoutsPrefix + strings.Join(sets, ", ")
 }
 
-// poolerHint explains PgBouncer's refusal of the timeouts sent at
-// connection start.
-func poolerHint(err error) string {
+// setTimeoutsPrefix starts every statement setTimeouts makes; the Counter
+// counts it as part of the work it bounds, not as a statement.
+const setTimeoutsPrefix = "SELECT /* timeouts */ "
+
+// refusedStartupParameter reports PgBouncer's refusal of a parameter sent
+// at connection start.
+func refusedStartupParameter(err error) bool {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && strings.Contains(pgErr.Message, "unsupported startup parameter") {
-		return " (behind PgBouncer, set ignore_startup_parameters = " + strings.Join(sessionTimeouts, ",") +
-			": every transaction sets them itself; see the README's \"Production database\")"
-	}
-	return ""
+	return errors.As(err, &pgErr) && strings.Contains(pgErr.Message, "unsupported startup parameter")
 }
 
 // Close releases the pool.
@@ -177,9 +195,20 @@ func migrationDB(db *DB) *sql.DB {
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
 	}
-	cc.RuntimeParams["statement_timeout"] = "0"
-	cc.RuntimeParams["lock_timeout"] = "0"
+	migrationParams(cc.RuntimeParams, db.timeouts)
 	return stdlib.OpenDB(*cc)
+}
+
+// migrationParams sets, as startup parameters of a migration's direct
+// connection, no statement or lock timeout and the pool's
+// idle_in_transaction_session_timeout. The lock_timeout sent also tells a
+// direct connection from a pooler (Migrate).
+func migrationParams(params, timeouts map[string]string) {
+	params["statement_timeout"] = "0"
+	params["lock_timeout"] = "0"
+	if v, ok := timeouts["idle_in_transaction_session_timeout"]; ok {
+		params["idle_in_transaction_session_timeout"] = v
+	}
 }
 
 // ErrNoSession is Migrate's refusal to run through a pooler.
@@ -208,7 +237,7 @@ func Migrate(ctx context.Context, db *DB) error {
 	// rejects or drops startup parameters.
 	var source string
 	if err := sqlDB.QueryRowContext(ctx, "SELECT source FROM pg_settings WHERE name = 'lock_timeout'").Scan(&source); err != nil {
-		if hint := poolerHint(err); hint != "" {
+		if refusedStartupParameter(err) {
 			return ErrNoSession
 		}
 		return fmt.Errorf("postgres: migrations: %w (a pooler in front? set MIGRATE_DATABASE_URL to a direct URL)", err)
@@ -239,7 +268,7 @@ var ErrReadOnly = errors.New("database is read-only: no writable primary")
 // applied.
 func (db *DB) Ready(ctx context.Context) error {
 	var readOnly string
-	if err := db.Pool.QueryRow(ctx, "SHOW transaction_read_only").Scan(&readOnly); err != nil {
+	if err := db.bounded.QueryRow(ctx, "SHOW transaction_read_only").Scan(&readOnly); err != nil {
 		return translate(err)
 	}
 	if readOnly == "on" {

@@ -76,8 +76,7 @@ func migrateRiver(ctx context.Context, db *DB) error {
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
-	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "0"
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "0"
+	migrationParams(cfg.ConnConfig.RuntimeParams, db.timeouts)
 	cfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -475,7 +474,7 @@ LIMIT $2`
 // DeliveryState reads the gauges of outbound deliveries as of now.
 func (s *WebhookStore) DeliveryState(ctx context.Context, now time.Time) (metrics.WebhookDeliveryState, error) {
 	st := metrics.WebhookDeliveryState{ByEndpoint: map[string]time.Duration{}, Disabled: map[string]int64{}}
-	rows, err := s.db.Pool.Query(ctx, pendingDeliveriesSQL, now, metrics.MaxEndpointSeries)
+	rows, err := s.db.bounded.Query(ctx, pendingDeliveriesSQL, now, metrics.MaxEndpointSeries)
 	if err != nil {
 		return st, translate(err)
 	}

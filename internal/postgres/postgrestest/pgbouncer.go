@@ -2,14 +2,17 @@ package postgrestest
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,14 +28,20 @@ import (
 const PoolerEnv = "TEST_POOLER"
 
 // PooledTimeouts are the session timeouts tests set on a pooled service,
-// as production does: PgBouncer drops them at connection start, and every
-// transaction sets them again.
+// as production does; every transaction, and every statement sent outside
+// one, sets them itself.
 var PooledTimeouts = [3]time.Duration{5 * time.Second, 2 * time.Second, 10 * time.Second}
 
-// PoolerIgnoredParameters is what PgBouncer must be told to drop from the
-// startup packet: the session timeouts the service sends (README,
-// "Production database").
-const PoolerIgnoredParameters = "statement_timeout,lock_timeout,idle_in_transaction_session_timeout"
+// DebianIni is pgbouncer.ini as Debian 12's pgbouncer 1.18 package ships
+// it (/etc/pgbouncer/pgbouncer.ini). The service must work behind it with
+// only pool_mode and the lines that reach the server changed.
+//
+//go:embed debian-pgbouncer.ini
+var DebianIni string
+
+// PoolerPassword is the password PgBouncer asks pooled clients for:
+// Debian's auth_type = md5 stays, with a userlist of one user.
+const PoolerPassword = "pooled"
 
 // Pooled reports whether TEST_POOLER asks for a pooler.
 func Pooled(t testing.TB) bool {
@@ -47,20 +56,51 @@ func Pooled(t testing.TB) bool {
 	}
 }
 
-// PgBouncer starts a PgBouncer in transaction mode in front of the server
-// of direct (a URL as URL returns) and returns direct's database through
-// it, with the query execution mode a pooler without protocol-level
-// prepared statements needs. It runs as the postgres user from a temporary
-// folder and stops when t ends. PgBouncer is installed with apt-get when
-// missing, as scripts/pg.sh installs PostgreSQL.
-func PgBouncer(t testing.TB, direct string) string {
-	t.Helper()
-	return PgBouncerIgnoring(t, direct, PoolerIgnoredParameters)
+// DebianPgBouncerIni is DebianIni with pool_mode = transaction, every
+// database on server (host:port), listening on 127.0.0.1:port, its files
+// (log, pid, users) in dir and no Unix socket. Nothing else changes:
+// ignore_startup_parameters, max_client_conn (100), default_pool_size (20)
+// and the rest keep Debian's defaults.
+func DebianPgBouncerIni(serverHost, serverPort string, port int, dir string) string {
+	set := map[string]string{
+		"logfile":         filepath.Join(dir, "pgbouncer.log"),
+		"pidfile":         filepath.Join(dir, "pgbouncer.pid"),
+		"listen_addr":     "127.0.0.1",
+		"listen_port":     strconv.Itoa(port),
+		"unix_socket_dir": "",
+		"auth_file":       filepath.Join(dir, "userlist.txt"),
+		"pool_mode":       "transaction",
+	}
+	var out []string
+	for _, line := range strings.Split(DebianIni, "\n") {
+		key, _, ok := strings.Cut(line, "=")
+		key = strings.TrimSpace(key)
+		if v, isSet := set[key]; ok && isSet {
+			line = key + " = " + v
+			delete(set, key)
+		}
+		out = append(out, line)
+		if line == "[databases]" {
+			out = append(out, fmt.Sprintf("* = host=%s port=%s", serverHost, serverPort))
+		}
+	}
+	// What Debian leaves commented out, at the end of [pgbouncer], its
+	// last section.
+	for _, key := range slices.Sorted(maps.Keys(set)) {
+		out = append(out, key+" = "+set[key])
+	}
+	return strings.Join(out, "\n") + "\n"
 }
 
-// PgBouncerIgnoring is PgBouncer with ignore_startup_parameters set to
-// ignored (comma separated; "" ignores none).
-func PgBouncerIgnoring(t testing.TB, direct, ignored string) string {
+// PgBouncer starts a PgBouncer 1.18 in front of the server of direct (a URL
+// as URL returns), configured with Debian's pgbouncer.ini changed only by
+// DebianPgBouncerIni, and returns direct's database through it, with the
+// password PgBouncer asks for and the query execution mode a pooler
+// without protocol-level prepared statements needs. It runs as the
+// postgres user from a temporary folder and stops when t ends. PgBouncer
+// is installed with apt-get when missing, as scripts/pg.sh installs
+// PostgreSQL.
+func PgBouncer(t testing.TB, direct string) string {
 	t.Helper()
 	bin, err := pgbouncerBin()
 	if err != nil {
@@ -79,29 +119,28 @@ func PgBouncerIgnoring(t testing.TB, direct, ignored string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ini := fmt.Sprintf(`[databases]
-* = host=%s port=%s
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = trust
-auth_file = %s
-pool_mode = transaction
-default_pool_size = 8
-max_client_conn = 1000
-ignore_startup_parameters = %s
-server_check_delay = 0
-logfile = %s
-`, u.Hostname(), u.Port(), port, filepath.Join(dir, "users.txt"), ignored, filepath.Join(dir, "pgbouncer.log"))
+	ini := DebianPgBouncerIni(u.Hostname(), u.Port(), port, dir)
 	if err := os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	users := fmt.Sprintf("%q \"\"\n", u.User.Username())
-	if err := os.WriteFile(filepath.Join(dir, "users.txt"), []byte(users), 0o644); err != nil {
+	users := fmt.Sprintf("%q %q\n", u.User.Username(), PoolerPassword)
+	if err := os.WriteFile(filepath.Join(dir, "userlist.txt"), []byte(users), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	exited := startPgBouncer(t, bin, dir)
+	pooled := *u
+	pooled.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	pooled.User = url.UserPassword(u.User.Username(), PoolerPassword)
+	q := pooled.Query()
+	q.Set("default_query_exec_mode", "cache_describe")
+	pooled.RawQuery = q.Encode()
+	waitPgBouncer(t, pooled.String(), dir, exited)
+	return pooled.String()
+}
+
+// startPgBouncer runs bin on dir's pgbouncer.ini until t ends.
+func startPgBouncer(t testing.TB, bin, dir string) <-chan error {
+	t.Helper()
 	cmd := exec.Command(bin, filepath.Join(dir, "pgbouncer.ini"))
 	cmd.Dir = dir
 	// PgBouncer refuses to run as root.
@@ -124,26 +163,26 @@ logfile = %s
 		_ = cmd.Process.Signal(syscall.SIGINT) // SIGINT: shut down now
 		<-exited
 	})
+	return exited
+}
 
-	pooled := *u
-	pooled.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	q := pooled.Query()
-	q.Set("default_query_exec_mode", "cache_describe")
-	pooled.RawQuery = q.Encode()
+// waitPgBouncer waits until pooled answers.
+func waitPgBouncer(t testing.TB, pooled, dir string, exited <-chan error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		conn, err := pgx.Connect(ctx, pooled.String())
+		conn, err := pgx.Connect(ctx, pooled)
 		if err == nil {
 			conn.Close(ctx)
-			return pooled.String()
+			return
 		}
 		select {
 		case werr := <-exited:
 			log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
 			t.Fatalf("pgbouncer exited (%v):\n%s", werr, log)
 		case <-ctx.Done():
-			t.Fatalf("pgbouncer does not answer on port %d: %v", port, err)
+			t.Fatalf("pgbouncer does not answer at %s: %v", dir, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

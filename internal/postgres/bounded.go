@@ -1,0 +1,82 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// bounded runs statements outside a transaction, each preceded by set, the
+// session timeouts as set_config(..., true), in one pipeline with one
+// Sync: PostgreSQL runs the two in one implicit transaction, so the
+// timeouts bound the statement and end with it, and the connection (a
+// pooler's server connection) keeps nothing. With no timeouts (set == "")
+// it is the pool itself.
+type bounded struct {
+	pool *pgxpool.Pool
+	set  string
+}
+
+var _ interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+} = bounded{}
+
+// send sends set and sql in one batch and reads set's answer; the caller
+// reads sql's and closes the batch, which releases the connection.
+func (b bounded) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	batch := &pgx.Batch{}
+	batch.Queue(b.set)
+	batch.Queue(sql, args...)
+	br := b.pool.SendBatch(ctx, batch)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return br, nil
+}
+
+func (b bounded) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if b.set == "" {
+		return b.pool.Exec(ctx, sql, args...)
+	}
+	br, err := b.send(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (b bounded) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if b.set == "" {
+		return b.pool.Query(ctx, sql, args...)
+	}
+	br, err := b.send(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (b bounded) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if b.set == "" {
+		return b.pool.QueryRow(ctx, sql, args...)
+	}
+	rows, err := b.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return (*batchRow)(rows.(*batchRows))
+}
