@@ -29,6 +29,9 @@ usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
+# The pgbouncer.ini Debian 12's package ships, kept in the repository.
+DEBIAN_PGBOUNCER_INI="$(cd "$(dirname "$0")/.." && pwd)/internal/postgres/postgrestest/debian-pgbouncer.ini"
+
 # as_owner CMD...: as postgres when root, from / (postgres may not enter
 # the current folder).
 as_owner() {
@@ -78,24 +81,19 @@ cmd_pgbouncer() {
 	sport="${hostport##*:}"
 	[ "$sport" = "$hostport" ] && sport=5432
 	make_dir
-	cat >"$DIR/pgbouncer.ini" <<EOF
-[databases]
-* = host=$host port=$sport
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $port
-unix_socket_dir =
-auth_type = trust
-auth_file = $DIR/users.txt
-pool_mode = transaction
-default_pool_size = 20
-max_client_conn = 1000
-ignore_startup_parameters = statement_timeout,lock_timeout,idle_in_transaction_session_timeout
-server_check_delay = 0
-logfile = $DIR/pgbouncer.log
-pidfile = $DIR/pgbouncer.pid
-EOF
+	# Debian's own pgbouncer.ini (as its package ships it), changed only in
+	# pool_mode and the lines that reach the server; auth_type trust for a
+	# local trial, as the server it fronts.
+	sed -e "s|^\[databases\]\$|[databases]\\n* = host=$host port=$sport|" \
+		-e "s|^logfile = .*|logfile = $DIR/pgbouncer.log|" \
+		-e "s|^pidfile = .*|pidfile = $DIR/pgbouncer.pid|" \
+		-e "s|^listen_addr = .*|listen_addr = 127.0.0.1|" \
+		-e "s|^listen_port = .*|listen_port = $port|" \
+		-e "s|^unix_socket_dir = .*|unix_socket_dir =|" \
+		-e "s|^auth_type = .*|auth_type = trust|" \
+		-e "s|^auth_file = .*|auth_file = $DIR/users.txt|" \
+		"$DEBIAN_PGBOUNCER_INI" >"$DIR/pgbouncer.ini"
+	echo "pool_mode = transaction" >>"$DIR/pgbouncer.ini"
 	printf '"%s" ""\n' "$user" >"$DIR/users.txt"
 	is_root && chown postgres "$DIR/pgbouncer.ini" "$DIR/users.txt"
 	as_owner "$bin" -d "$DIR/pgbouncer.ini" || die "pgbouncer did not start (log: $DIR/pgbouncer.log)"

@@ -5,11 +5,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
 	"github.com/jackc/pgx/v5"
 )
@@ -55,23 +57,38 @@ func TestTopologyPgBouncer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The server answers, and the session timeouts the service sends at
-	// connection start are ignored, not refused.
+	// The server answers, and PgBouncer keeps Debian's defaults: a
+	// startup statement_timeout is refused, and the service, which sends
+	// none, works.
 	var one int
 	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close(ctx)
+	ini, err := os.ReadFile(filepath.Join(dir, "pgbouncer.ini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if regexp.MustCompile(`(?m)^ignore_startup_parameters`).Match(ini) || !regexp.MustCompile(`(?m)^pool_mode = transaction$`).Match(ini) {
+		t.Errorf("pgbouncer.ini is not Debian's with pool_mode = transaction:\n%s", ini)
+	}
 	cfg, err := pgx.ParseConfig(pooled)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.RuntimeParams["statement_timeout"] = "5000"
-	conn, err = pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("a startup statement_timeout is refused: %v", err)
+	if conn, err := pgx.ConnectConfig(ctx, cfg); err == nil {
+		conn.Close(ctx)
+		t.Error("a startup statement_timeout was accepted: not PgBouncer's default settings")
 	}
-	conn.Close(ctx)
+	db, err := postgres.Open(ctx, pooled, postgres.WithSessionTimeouts(5*time.Second, 2*time.Second, 10*time.Second))
+	if err != nil {
+		t.Fatalf("the service's pool through PgBouncer: %v", err)
+	}
+	if err := db.Ready(ctx); err != nil && !strings.Contains(err.Error(), "migrations pending") {
+		t.Errorf("ready through PgBouncer: %v", err)
+	}
+	db.Close()
 
 	if code, _, stderr := bash(t, env, `exec ./topology.sh stop "$1"`, dir); code != 0 {
 		t.Fatalf("topology.sh stop: exit %d\n%s", code, stderr)

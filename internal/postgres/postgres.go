@@ -66,7 +66,7 @@ func WithCounter(c *Counter) Option {
 // needs the row.
 //
 // They are never startup parameters, which a transaction pooler refuses
-// (PgBouncer 1.18 with its default ignore_startup_parameters) or drops, and
+// (PgBouncer 1.18 with its default settings) or drops, and
 // never a session SET, which it would leak to other clients. Every
 // transaction sets them with SET LOCAL, queued with its BEGIN, and every
 // statement sent outside a transaction goes with set_config(..., true) in

@@ -59,8 +59,8 @@ func Pooled(t testing.TB) bool {
 // DebianPgBouncerIni is DebianIni with pool_mode = transaction, every
 // database on server (host:port), listening on 127.0.0.1:port, its files
 // (log, pid, users) in dir and no Unix socket. Nothing else changes:
-// ignore_startup_parameters, max_client_conn (100), default_pool_size (20)
-// and the rest keep Debian's defaults.
+// startup parameters, max_client_conn (100), default_pool_size (20) and
+// the rest keep Debian's defaults.
 func DebianPgBouncerIni(serverHost, serverPort string, port int, dir string) string {
 	set := map[string]string{
 		"logfile":         filepath.Join(dir, "pgbouncer.log"),
