@@ -337,7 +337,7 @@ func TestAuthentication(t *testing.T) {
 	e := start(t, Options{})
 	form := url.Values{"amount": {"100"}, "currency": {"brl"}, "confirm": {"true"}, "payment_method": {"pm_card_visa"}}
 
-	for _, auth := range []string{"", "pk_test_publishable", "rk_test_x"} {
+	for _, auth := range []string{"", "pk_test_publishable", "rk_x"} {
 		res, body := e.raw(t, "POST", "/v1/payment_intents", auth, "", form)
 		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, `"type":"invalid_request_error"`) {
 			t.Fatalf("auth %q: %d %s", auth, res.StatusCode, body)

@@ -96,8 +96,31 @@ func maskKey(key string) string {
 	return key[:head] + strings.Repeat("*", len(key)-head-tail) + key[len(key)-tail:]
 }
 
-// accountID is a stable, Stripe-looking account id for a secret key.
+// accountID is the stable, Stripe-looking id of the account a secret key
+// belongs to. As at Stripe, the secret key and the restricted keys of one
+// account, test or live, share it: the account is the key's family, what
+// follows sk_test_, sk_live_, rk_test_ or rk_live_.
 func accountID(secretKey string) string {
-	h := sha256.Sum256([]byte(secretKey))
+	h := sha256.Sum256([]byte(keyFamily(secretKey)))
 	return "acct_" + hex.EncodeToString(h[:8])
+}
+
+// AccountOf is the id GET /v1/account answers for the secret key.
+func AccountOf(secretKey string) string { return accountID(secretKey) }
+
+// keyFamily is the key without its kind and mode.
+func keyFamily(key string) string {
+	for _, prefix := range []string{"sk_test_", "sk_live_", "rk_test_", "rk_live_"} {
+		if rest, ok := strings.CutPrefix(key, prefix); ok {
+			return rest
+		}
+	}
+	return key
+}
+
+// getAccount answers GET /v1/account: the account of the key it was
+// called with.
+func (s *Server) getAccount(a *account, _ *call) result {
+	return okResult(map[string]any{"id": accountID(a.key), "object": "account", "type": "standard",
+		"charges_enabled": true, "payouts_enabled": true, "details_submitted": true})
 }

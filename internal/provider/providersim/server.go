@@ -151,7 +151,7 @@ func (s *Stats) add(o Stats) {
 
 // Request is one logged API request.
 type Request struct {
-	Op             string    `json:"op"` // authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search; "" if unrouted
+	Op             string    `json:"op"` // authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search, list_disputes, account; "" if unrouted
 	Method         string    `json:"method"`
 	Path           string    `json:"path"`
 	SecretKey      string    `json:"secret_key,omitempty"`
@@ -228,6 +228,7 @@ func New(opts Options) *Server {
 	m.Handle("GET /v1/refunds", s.endpoint("list_refunds", (*Server).listRefunds))
 	m.Handle("GET /v1/refunds/{id}", s.endpoint("retrieve_refund", (*Server).getRefund))
 	m.Handle("GET /v1/disputes", s.endpoint("list_disputes", (*Server).listDisputes))
+	m.Handle("GET /v1/account", s.endpoint("account", (*Server).getAccount))
 	m.Handle("/", s.endpoint("", nil))
 	s.controlRoutes(m)
 	s.mux = m
@@ -501,7 +502,9 @@ func secretKey(r *http.Request) (string, bool) {
 		key, _, _ = r.BasicAuth()
 	}
 	key = strings.TrimSpace(key)
-	return key, strings.HasPrefix(key, "sk_")
+	// Secret keys, and the restricted keys (rk_test_, rk_live_) an account
+	// may register instead.
+	return key, strings.HasPrefix(key, "sk_") || strings.HasPrefix(key, "rk_test_") || strings.HasPrefix(key, "rk_live_")
 }
 
 func authError(r *http.Request, key string) *apiError {
