@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/provider/stripe"
 )
 
 // openAccounts builds the account service with both keys and checks them
@@ -16,7 +19,10 @@ import (
 // line, before anything is served or written.
 func openAccounts(ctx context.Context, db *postgres.DB, cfg config, log *slog.Logger) (*account.Service, error) {
 	accounts, err := account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil,
-		account.WithPreviousKey(cfg.EncryptionKeyPrevious))
+		account.WithPreviousKey(cfg.EncryptionKeyPrevious),
+		account.WithProviderAccounts(providerAccounts{
+			stripe:  stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase, MaxNetworkRetries: 2, Logger: log}),
+			timeout: cfg.ProviderTimeout}))
 	if err != nil {
 		return nil, err
 	}
@@ -51,4 +57,20 @@ func accountsReencrypt(ctx context.Context, cfg config, stdout, stderr io.Writer
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(sum)
+}
+
+// providerAccounts asks Stripe which account a key belongs to, within
+// PROVIDER_TIMEOUT.
+type providerAccounts struct {
+	stripe  *stripe.Provider
+	timeout time.Duration
+}
+
+func (p providerAccounts) AccountID(ctx context.Context, c provider.Credentials) (string, error) {
+	if p.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+	}
+	return p.stripe.AccountID(ctx, c)
 }

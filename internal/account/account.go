@@ -46,6 +46,10 @@ type Row struct {
 	StripeSecretHMAC []byte
 	WebhookSecretEnc []byte
 	CreatedAt        time.Time
+	// StripeAccountID is the provider account the secret key belongs to,
+	// as the provider answered at registration; "" for accounts registered
+	// before it was asked.
+	StripeAccountID string
 	// The key replaced by the last rotation, accepted until
 	// PreviousAPIKeyExpiresAt; nil when there is none.
 	PreviousAPIKeyHash      []byte
@@ -72,6 +76,9 @@ type Service struct {
 	// rotation) only opens what current cannot.
 	current, previous *sealer
 	now               func() time.Time
+	// owners, when set, tells which provider account a secret key
+	// belongs to, asked at every registration.
+	owners ProviderAccounts
 	// keys caches authenticated API keys by hash for cacheTTL: every
 	// request authenticates, and an account's secrets never change in
 	// place (a rotated key's grace is far longer than the cache).
@@ -128,6 +135,7 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	if len(fe) > 0 {
 		return Account{}, "", &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
 	}
+	var err error
 	apiKey := "psk_" + randomToken(32)
 	a := Account{ID: payment.NewID("acct"), Name: name, StripeSecret: stripeSecret,
 		WebhookSecret: webhookSecret, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
@@ -135,6 +143,9 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 		StripeSecretEnc: s.current.seal(stripeSecret), StripeSecretHMAC: s.current.fingerprint(stripeSecret), CreatedAt: a.CreatedAt}
 	if webhookSecret != "" {
 		row.WebhookSecretEnc = s.current.seal(webhookSecret)
+	}
+	if row.StripeAccountID, err = s.providerAccount(ctx, stripeSecret); err != nil {
+		return Account{}, "", err
 	}
 	if s.previous != nil {
 		// Accounts not yet re-encrypted carry the fingerprint under the
@@ -151,6 +162,48 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 		return Account{}, "", err
 	}
 	return a, apiKey, nil
+}
+
+// ProviderAccounts tells which provider account credentials belong to.
+type ProviderAccounts interface {
+	// AccountID returns the account's id, provider.ErrCredentialsRefused
+	// when the provider refuses the credentials, or another error when it
+	// could not be asked.
+	AccountID(ctx context.Context, c provider.Credentials) (string, error)
+}
+
+// WithProviderAccounts makes Create ask p which provider account a secret
+// key belongs to, and refuse a key of an account another one registered
+// (a secret key and a restricted key of one Stripe account differ, so
+// comparing the keys cannot see it).
+func WithProviderAccounts(p ProviderAccounts) Option {
+	return func(s *Service) error {
+		s.owners = p
+		return nil
+	}
+}
+
+// ErrProviderUnreachable: the provider could not be asked which account
+// a key belongs to; registering again later may work.
+var ErrProviderUnreachable = payment.Errorf(payment.CodeUnavailable, "the provider could not be asked which account the key belongs to; try again")
+
+// providerAccount asks the provider which account stripeSecret belongs
+// to; "" without WithProviderAccounts.
+func (s *Service) providerAccount(ctx context.Context, stripeSecret string) (string, error) {
+	if s.owners == nil {
+		return "", nil
+	}
+	id, err := s.owners.AccountID(ctx, provider.Credentials{SecretKey: stripeSecret})
+	switch {
+	case errors.Is(err, provider.ErrCredentialsRefused):
+		return "", &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields",
+			Fields: []payment.FieldError{{Field: "stripe_secret_key", Message: "was refused by the provider"}}}
+	case err != nil:
+		return "", ErrProviderUnreachable
+	case id == "":
+		return "", ErrProviderUnreachable
+	}
+	return id, nil
 }
 
 // Authenticate finds the account of an API key.

@@ -24,6 +24,7 @@ func (s *AccountStore) AccountInsert(ctx context.Context, r account.Row) error {
 	_, err := s.db.q.AccountInsert(ctx, dbsqlc.AccountInsertParams{
 		ID: r.ID, Name: r.Name, ApiKeyHash: r.APIKeyHash, StripeSecretEnc: r.StripeSecretEnc,
 		StripeSecretHmac: r.StripeSecretHMAC, WebhookSecretEnc: r.WebhookSecretEnc, CreatedAt: r.CreatedAt,
+		StripeAccountID: nullIfEmpty(r.StripeAccountID),
 	})
 	return translate(err)
 }
@@ -148,5 +149,16 @@ func accountFromRow(r dbsqlc.Account) account.Row {
 	if r.ApiKeyRotatedAt != nil {
 		row.APIKeyRotatedAt = *r.ApiKeyRotatedAt
 	}
+	if r.StripeAccountID != nil {
+		row.StripeAccountID = *r.StripeAccountID
+	}
 	return row
+}
+
+// nullIfEmpty is s, or NULL when it is empty.
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

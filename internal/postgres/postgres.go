@@ -330,6 +330,7 @@ const (
 	constraintPaymentNumber = "payments_account_id_order_id_attempt_key"
 	constraintAttemptNumber = "attempts_account_id_order_id_operation_number_key"
 	constraintSecretHMAC    = "accounts_stripe_secret_hmac_key"
+	constraintStripeAccount = "accounts_stripe_account_id_key"
 )
 
 // ErrUnavailable wraps failures to reach the database.
@@ -351,7 +352,7 @@ func translate(err error) error {
 				return payment.ErrLiveOrderConflict
 			case constraintPaymentNumber, constraintAttemptNumber:
 				return payment.ErrAttemptNumberTaken
-			case constraintSecretHMAC:
+			case constraintSecretHMAC, constraintStripeAccount:
 				return account.ErrCredentialsInUse
 			}
 		}

@@ -251,6 +251,11 @@ type RefundResult struct {
 // ErrNotFound is returned by lookups when the provider has no such object.
 var ErrNotFound = errors.New("provider: not found")
 
+// ErrCredentialsRefused: the provider refused the credentials (unknown,
+// revoked, or without the permission asked for); asking again will not
+// help.
+var ErrCredentialsRefused = errors.New("provider: credentials refused")
+
 // Provider is a payment provider. Every mutating call carries a derived
 // idempotency key and must be safe to re-send unchanged.
 type Provider interface {

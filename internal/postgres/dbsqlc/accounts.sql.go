@@ -22,7 +22,7 @@ func (q *Queries) AccountExistsBySecretHMAC(ctx context.Context, stripeSecretHma
 }
 
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
 `
 
 // The current key, or the previous one of a rotation; the caller checks
@@ -43,12 +43,13 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
+		&i.StripeAccountID,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -67,12 +68,13 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
+		&i.StripeAccountID,
 	)
 	return i, err
 }
 
 const accountGetByIDForUpdate = `-- name: AccountGetByIDForUpdate :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts WHERE id = $1 FOR UPDATE
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Account, error) {
@@ -91,12 +93,13 @@ func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Accou
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
+		&i.StripeAccountID,
 	)
 	return i, err
 }
 
 const accountGetFirst = `-- name: AccountGetFirst :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts ORDER BY id LIMIT 1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts ORDER BY id LIMIT 1
 `
 
 func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
@@ -115,14 +118,15 @@ func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
+		&i.StripeAccountID,
 	)
 	return i, err
 }
 
 const accountInsert = `-- name: AccountInsert :one
-INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid
+INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, stripe_account_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id
 `
 
 type AccountInsertParams struct {
@@ -133,6 +137,7 @@ type AccountInsertParams struct {
 	StripeSecretHmac []byte
 	WebhookSecretEnc []byte
 	CreatedAt        time.Time
+	StripeAccountID  *string
 }
 
 func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (Account, error) {
@@ -144,6 +149,7 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		arg.StripeSecretHmac,
 		arg.WebhookSecretEnc,
 		arg.CreatedAt,
+		arg.StripeAccountID,
 	)
 	var i Account
 	err := row.Scan(
@@ -159,12 +165,13 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
+		&i.StripeAccountID,
 	)
 	return i, err
 }
 
 const accountList = `-- name: AccountList :many
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid FROM accounts ORDER BY created_at, id
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts ORDER BY created_at, id
 `
 
 func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
@@ -189,6 +196,7 @@ func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
 			&i.PreviousApiKeyExpiresAt,
 			&i.ApiKeyRotatedAt,
 			&i.EventsReadXid,
+			&i.StripeAccountID,
 		); err != nil {
 			return nil, err
 		}
@@ -236,7 +244,7 @@ SET previous_api_key_hash       = api_key_hash,
     api_key_hash                = $2,
     api_key_rotated_at          = $3
 WHERE id = $4
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id
 `
 
 type AccountRotateAPIKeyParams struct {
@@ -269,6 +277,7 @@ func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIK
 		&i.PreviousApiKeyExpiresAt,
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
+		&i.StripeAccountID,
 	)
 	return i, err
 }

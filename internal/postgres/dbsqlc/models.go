@@ -23,6 +23,7 @@ type Account struct {
 	PreviousApiKeyExpiresAt *time.Time
 	ApiKeyRotatedAt         *time.Time
 	EventsReadXid           pgtype.Uint64
+	StripeAccountID         *string
 }
 
 type Attempt struct {

@@ -1,6 +1,6 @@
 -- name: AccountInsert :one
-INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at)
-VALUES (@id, @name, @api_key_hash, @stripe_secret_enc, @stripe_secret_hmac, @webhook_secret_enc, @created_at)
+INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, stripe_account_id)
+VALUES (@id, @name, @api_key_hash, @stripe_secret_enc, @stripe_secret_hmac, @webhook_secret_enc, @created_at, sqlc.narg('stripe_account_id'))
 RETURNING *;
 
 -- name: AccountGetByAPIKeyHash :one

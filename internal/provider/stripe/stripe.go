@@ -277,6 +277,30 @@ func (p *Provider) RetrieveIntent(ctx context.Context, c provider.Credentials, i
 	return toIntent(pi), nil
 }
 
+// AccountID asks Stripe which account the credentials belong to (GET
+// /v1/account): one id for the secret key and the restricted keys of one
+// account. provider.ErrCredentialsRefused when Stripe refuses the key; any
+// other error means it could not be asked.
+func (p *Provider) AccountID(ctx context.Context, c provider.Credentials) (string, error) {
+	if c.SecretKey == "" {
+		return "", provider.ErrCredentialsRefused
+	}
+	params := &stripego.AccountParams{}
+	params.Context = ctx
+	acct := &stripego.Account{}
+	if err := p.client(c.SecretKey).Accounts.B.Call(http.MethodGet, "/v1/account", c.SecretKey, params, acct); err != nil {
+		var se *stripego.Error
+		if errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != http.StatusTooManyRequests {
+			return "", fmt.Errorf("%w: %w", provider.ErrCredentialsRefused, loggable(err))
+		}
+		return "", fmt.Errorf("stripe: retrieve account: %w", loggable(err))
+	}
+	if acct.ID == "" {
+		return "", errors.New("stripe: retrieve account: no id in the answer")
+	}
+	return acct.ID, nil
+}
+
 // SearchIntentByPaymentID finds the PaymentIntent whose metadata payment_id
 // matches. Stripe's search index is eventually consistent (new or updated
 // intents can take up to about a minute to appear), so ErrNotFound right after
