@@ -86,6 +86,11 @@ SIM_PID=$!
 LISTEN_PID=""
 trap 'kill $SIM_PID $LISTEN_PID 2>/dev/null || true; rm -f "$DATA/run.pids"' EXIT
 
+# accounts create asks the simulator which account the key belongs to.
+for _ in $(seq 50); do
+  curl -s -o /dev/null --max-time 1 "$STRIPE_API_BASE/_sim/stats" && break
+  sleep 0.1
+done
 bin/payments migrate 2>>"$DATA/payments.log"
 # The demo's provider secret is unique per installation: two accounts can
 # never share provider credentials. It is kept, so the simulator's webhooks
@@ -103,10 +108,6 @@ ACCOUNT_ID="$(sed -E 's/.*"id":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
 
 # The simulator signs the events of the demo account's intents with its
 # webhook secret and sends them to the service, as Stripe would.
-for _ in $(seq 50); do
-  curl -s -o /dev/null --max-time 1 "$STRIPE_API_BASE/_sim/stats" && break
-  sleep 0.1
-done
 curl -sS --fail-with-body -X POST "$STRIPE_API_BASE/_sim/webhook_endpoints" -H 'Content-Type: application/json' \
   -d "{\"secret_key\":\"$(cat "$DATA/stripe.key")\",\"url\":\"http://$HTTP_ADDR/webhooks/stripe/$ACCOUNT_ID\",\"secret\":\"$(cat "$DATA/webhook.secret")\"}" \
   || { echo "run: could not register the simulator's webhook endpoint (see .data/providersim.log)" >&2; exit 1; }

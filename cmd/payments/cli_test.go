@@ -258,7 +258,7 @@ func TestAccountsCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := postgrestest.URL(t)
-	getenv := env("DATABASE_URL", dbURL)
+	getenv := env("DATABASE_URL", dbURL, "STRIPE_API_BASE", simURL())
 	cli := func(args ...string) string {
 		t.Helper()
 		var stdout, stderr bytes.Buffer

@@ -26,14 +26,14 @@ func TestCommandsThroughPgBouncer(t *testing.T) {
 	create := []string{"accounts", "create", "--name", "Loja", "--stripe-key", "sk_test_pooled0123456789"}
 
 	for _, args := range [][]string{{"migrate"}, create} {
-		err := run(ctx, args, env("DATABASE_URL", pooled), io.Discard, io.Discard)
+		err := run(ctx, args, env("DATABASE_URL", pooled, "STRIPE_API_BASE", simURL()), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "MIGRATE_DATABASE_URL") || strings.Contains(err.Error(), "\n") {
 			t.Fatalf("%s through PgBouncer without MIGRATE_DATABASE_URL: %v, want one line naming it", args[0], err)
 		}
 		t.Logf("%s: %v", args[0], err)
 	}
 	var out bytes.Buffer
-	if err := run(ctx, create, env("DATABASE_URL", pooled, "MIGRATE_DATABASE_URL", direct), &out, io.Discard); err != nil {
+	if err := run(ctx, create, env("DATABASE_URL", pooled, "MIGRATE_DATABASE_URL", direct, "STRIPE_API_BASE", simURL()), &out, io.Discard); err != nil {
 		t.Fatalf("accounts create with MIGRATE_DATABASE_URL: %v", err)
 	}
 	var got struct{ ID, APIKey string }

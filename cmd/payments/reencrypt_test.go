@@ -25,7 +25,7 @@ var (
 
 // keysEnv is the environment of a command on dbURL with these keys.
 func keysEnv(dbURL, key, previous string) func(string) string {
-	return env("DATABASE_URL", dbURL, "ENCRYPTION_KEY", key, "ENCRYPTION_KEY_PREVIOUS", previous, "LOG_LEVEL", "error")
+	return env("DATABASE_URL", dbURL, "ENCRYPTION_KEY", key, "ENCRYPTION_KEY_PREVIOUS", previous, "LOG_LEVEL", "error", "STRIPE_API_BASE", simURL())
 }
 
 func runCmd(t *testing.T, getenv func(string) string, args ...string) (string, error) {
