@@ -2617,6 +2617,13 @@ type ClientInterface interface {
 	// encrypted). The API key is random, shown once in this response and
 	// stored only as a hash. Needs no `actor`, `reason` or `Idempotency-Key`.
 	//
+	// The provider is asked which of its accounts the secret key belongs
+	// to (Stripe's `GET /v1/account`), and each provider account is
+	// registered once: a secret key (`sk_…`) and a restricted key
+	// (`rk_…`) of one Stripe account are the same credentials. A key the
+	// provider refuses is 400 naming `stripe_secret_key`; when the
+	// provider cannot be asked, 503 `unavailable` and nothing is stored.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -2627,6 +2634,13 @@ type ClientInterface interface {
 	// Creates a tenant with its own provider credentials (stored
 	// encrypted). The API key is random, shown once in this response and
 	// stored only as a hash. Needs no `actor`, `reason` or `Idempotency-Key`.
+	//
+	// The provider is asked which of its accounts the secret key belongs
+	// to (Stripe's `GET /v1/account`), and each provider account is
+	// registered once: a secret key (`sk_…`) and a restricted key
+	// (`rk_…`) of one Stripe account are the same credentials. A key the
+	// provider refuses is 400 naming `stripe_secret_key`; when the
+	// provider cannot be asked, 503 `unavailable` and nothing is stored.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3138,6 +3152,13 @@ type ClientInterface interface {
 // encrypted). The API key is random, shown once in this response and
 // stored only as a hash. Needs no `actor`, `reason` or `Idempotency-Key`.
 //
+// The provider is asked which of its accounts the secret key belongs
+// to (Stripe's `GET /v1/account`), and each provider account is
+// registered once: a secret key (`sk_…`) and a restricted key
+// (`rk_…`) of one Stripe account are the same credentials. A key the
+// provider refuses is 400 naming `stripe_secret_key`; when the
+// provider cannot be asked, 503 `unavailable` and nothing is stored.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -3158,6 +3179,13 @@ func (c *Client) AdminCreateAccountWithBody(ctx context.Context, params *AdminCr
 // Creates a tenant with its own provider credentials (stored
 // encrypted). The API key is random, shown once in this response and
 // stored only as a hash. Needs no `actor`, `reason` or `Idempotency-Key`.
+//
+// The provider is asked which of its accounts the secret key belongs
+// to (Stripe's `GET /v1/account`), and each provider account is
+// registered once: a secret key (`sk_…`) and a restricted key
+// (`rk_…`) of one Stripe account are the same credentials. A key the
+// provider refuses is 400 naming `stripe_secret_key`; when the
+// provider cannot be asked, 503 `unavailable` and nothing is stored.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6310,6 +6338,13 @@ type ClientWithResponsesInterface interface {
 	// encrypted). The API key is random, shown once in this response and
 	// stored only as a hash. Needs no `actor`, `reason` or `Idempotency-Key`.
 	//
+	// The provider is asked which of its accounts the secret key belongs
+	// to (Stripe's `GET /v1/account`), and each provider account is
+	// registered once: a secret key (`sk_…`) and a restricted key
+	// (`rk_…`) of one Stripe account are the same credentials. A key the
+	// provider refuses is 400 naming `stripe_secret_key`; when the
+	// provider cannot be asked, 503 `unavailable` and nothing is stored.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -6320,6 +6355,13 @@ type ClientWithResponsesInterface interface {
 	// Creates a tenant with its own provider credentials (stored
 	// encrypted). The API key is random, shown once in this response and
 	// stored only as a hash. Needs no `actor`, `reason` or `Idempotency-Key`.
+	//
+	// The provider is asked which of its accounts the secret key belongs
+	// to (Stripe's `GET /v1/account`), and each provider account is
+	// registered once: a secret key (`sk_…`) and a restricted key
+	// (`rk_…`) of one Stripe account are the same credentials. A key the
+	// provider refuses is 400 naming `stripe_secret_key`; when the
+	// provider cannot be asked, 503 `unavailable` and nothing is stored.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10879,6 +10921,13 @@ func (r StripeWebhookResponse) ContentType() string {
 // encrypted). The API key is random, shown once in this response and
 // stored only as a hash. Needs no `actor`, `reason` or `Idempotency-Key`.
 //
+// The provider is asked which of its accounts the secret key belongs
+// to (Stripe's `GET /v1/account`), and each provider account is
+// registered once: a secret key (`sk_…`) and a restricted key
+// (`rk_…`) of one Stripe account are the same credentials. A key the
+// provider refuses is 400 naming `stripe_secret_key`; when the
+// provider cannot be asked, 503 `unavailable` and nothing is stored.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -10895,6 +10944,13 @@ func (c *ClientWithResponses) AdminCreateAccountWithBodyWithResponse(ctx context
 // Creates a tenant with its own provider credentials (stored
 // encrypted). The API key is random, shown once in this response and
 // stored only as a hash. Needs no `actor`, `reason` or `Idempotency-Key`.
+//
+// The provider is asked which of its accounts the secret key belongs
+// to (Stripe's `GET /v1/account`), and each provider account is
+// registered once: a secret key (`sk_…`) and a restricted key
+// (`rk_…`) of one Stripe account are the same credentials. A key the
+// provider refuses is 400 naming `stripe_secret_key`; when the
+// provider cannot be asked, 503 `unavailable` and nothing is stored.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
