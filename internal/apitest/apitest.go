@@ -176,8 +176,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	}, store.EventFeedLag)
 	m.Registry.MustRegister(db.Collector())
 	log := e.Logger()
-	sp := stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log})
-	var prov provider.Provider = sp
+	var prov provider.Provider = stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log})
 	if e.Opts.WrapProvider != nil {
 		prov = e.Opts.WrapProvider(prov)
 	}
@@ -195,7 +194,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if err != nil {
 		t.Fatalf("payment service: %v", err)
 	}
-	accounts, err := account.NewService(postgres.NewAccountStore(db), EncryptionKey, e.Clock.Now, account.WithProviderAccounts(sp))
+	accounts, err := account.NewService(postgres.NewAccountStore(db), EncryptionKey, e.Clock.Now, account.WithProviderAccounts(stripe.New(stripe.Config{APIBase: e.SimURL, Logger: log})))
 	if err != nil {
 		t.Fatalf("account service: %v", err)
 	}
