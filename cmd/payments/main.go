@@ -351,15 +351,14 @@ func startDeliveries(ctx context.Context, cfg config, a *app, log *slog.Logger) 
 		return nil, err
 	}
 	worker.Metrics = a.metrics
-	db, pollOnly := a.db, true
-	closeDB := func() {}
-	if cfg.MigrateDatabaseURL != cfg.DatabaseURL {
-		if db, err = postgres.Open(ctx, cfg.MigrateDatabaseURL, postgres.WithSessionTimeouts(
-			cfg.DBStatementTimeout, cfg.DBLockTimeout, cfg.DBIdleInTransactionTimeout)); err != nil {
-			return nil, fmt.Errorf("MIGRATE_DATABASE_URL: %w", err)
-		}
-		pollOnly, closeDB = false, db.Close
+	// A pool of its own, with the timeouts at connection start: River's
+	// statements do not carry them as the service's own do.
+	db, err := postgres.Open(ctx, cfg.MigrateDatabaseURL, postgres.WithSessionTimeouts(
+		cfg.DBStatementTimeout, cfg.DBLockTimeout, cfg.DBIdleInTransactionTimeout), postgres.AtConnectionStart())
+	if err != nil {
+		return nil, fmt.Errorf("MIGRATE_DATABASE_URL: %w", err)
 	}
+	pollOnly, closeDB := cfg.MigrateDatabaseURL == cfg.DatabaseURL, db.Close
 	client, err := postgres.NewRiverWorker(db, postgres.RiverWorkerConfig{Worker: worker, PollOnly: pollOnly, MaxWorkers: 10, Logger: log})
 	if err != nil {
 		closeDB()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -52,6 +53,16 @@ type settings struct {
 	// timeouts are the session timeouts set again in every transaction
 	// and with every statement sent outside one, by name, in milliseconds.
 	timeouts map[string]string
+	// atStart: send them at connection start too (AtConnectionStart).
+	atStart bool
+}
+
+// AtConnectionStart also sends the session timeouts as startup
+// parameters. Only for a direct URL (MIGRATE_DATABASE_URL), which a
+// transaction pooler would refuse: it bounds the statements the service
+// does not send itself, such as the delivery queue's (River).
+func AtConnectionStart() Option {
+	return func(s *settings) { s.atStart = true }
 }
 
 // WithCounter counts the statements and transactions run through the pool.
@@ -110,6 +121,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	s := &settings{pool: cfg, timeouts: map[string]string{}}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.atStart && len(s.timeouts) > 0 {
+		if cfg.ConnConfig.RuntimeParams == nil {
+			cfg.ConnConfig.RuntimeParams = map[string]string{}
+		}
+		maps.Copy(cfg.ConnConfig.RuntimeParams, s.timeouts)
 	}
 	h := &health{}
 	cfg.ConnConfig.Tracer = tracers{health: h, other: cfg.ConnConfig.Tracer}
@@ -282,6 +299,13 @@ func (db *DB) Ready(ctx context.Context) error {
 		return err
 	}
 	defer closeDB()
+	// goose reads through database/sql, where no set_config travels with
+	// the statement: the statement timeout bounds it as a deadline.
+	if ms, err := strconv.ParseInt(db.timeouts["statement_timeout"], 10, 64); err == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		defer cancel()
+	}
 	pending, err := p.HasPending(ctx)
 	if err != nil {
 		return err

@@ -72,6 +72,26 @@ func TestSessionTimeouts(t *testing.T) {
 		}
 	})
 
+	// On a direct URL, AtConnectionStart also bounds the statements the
+	// service does not send itself (the delivery queue's).
+	t.Run("AtConnectionStartOnADirectURL", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		db, err := postgres.Open(ctx, postgrestest.URL(t), postgres.WithSessionTimeouts(5*time.Second, 2*time.Second, 10*time.Second),
+			postgres.AtConnectionStart())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var got, source string
+		if err := db.Pool.QueryRow(ctx, "SELECT setting, source FROM pg_settings WHERE name = 'lock_timeout'").Scan(&got, &source); err != nil {
+			t.Fatal(err)
+		}
+		if got != "2000" || source != "client" {
+			t.Errorf("lock_timeout = %s from %s, want 2000 from client", got, source)
+		}
+	})
+
 	// Each timeout ends the wait of a request behind a stalled writer, and
 	// the request answers 503 unavailable, retried with the same key,
 	// rather than 500.
