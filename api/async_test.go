@@ -393,7 +393,7 @@ func TestBoleto(t *testing.T) {
 		if n := len(list.JSON(t)["data"].([]any)); n != 0 {
 			t.Fatalf("payments stored = %d", n)
 		}
-		if n := len(w.Sim.Requests()); n != 0 {
+		if n := w.PaymentCalls(); n != 0 {
 			t.Fatalf("provider requests = %d", n)
 		}
 	})

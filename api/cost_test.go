@@ -47,7 +47,7 @@ func TestCost(t *testing.T) {
 	if c.txs != 2 || c.roundTrips > createRoundTrips+firstUseRoundTrips {
 		t.Errorf("the first create: %v, want 2 transactions and at most %d round trips", c, createRoundTrips+firstUseRoundTrips)
 	}
-	if calls := len(e.Sim.Requests()); calls != 1 {
+	if calls := e.PaymentCalls(); calls != 1 {
 		t.Errorf("a create made %d provider calls, want 1", calls)
 	}
 
@@ -56,7 +56,7 @@ func TestCost(t *testing.T) {
 	if c.txs != 0 || c.statements != 1 || c.roundTrips > replayRoundTrips {
 		t.Errorf("a replay: %v, want 0 transactions, 1 statement (the idempotency key), at most %d round trip", c, replayRoundTrips)
 	}
-	if calls := len(e.Sim.Requests()); calls != 1 {
+	if calls := e.PaymentCalls(); calls != 1 {
 		t.Errorf("a replay reached the provider")
 	}
 
@@ -100,7 +100,7 @@ func TestCostPix(t *testing.T) {
 	if c.txs != 2 || c.roundTrips > createRoundTrips {
 		t.Errorf("a Pix create: %v, want 2 transactions and at most %d round trips", c, createRoundTrips)
 	}
-	if n := len(e.Sim.Requests()); n != 2 {
+	if n := e.PaymentCalls(); n != 2 {
 		t.Errorf("a card and a Pix create made %d provider calls, want 2", n)
 	}
 	var again *apitest.Response
@@ -113,7 +113,7 @@ func TestCostPix(t *testing.T) {
 	w := newAsyncEnv(t)
 	p := requiresAction(t, w.create("k-cost-paid", pix), "pix_display_qr_code")
 	w.hooks(t) // the requires_action event of the create
-	calls := len(w.Sim.Requests())
+	calls := w.PaymentCalls()
 	paid := costOf(w.Env, func() {
 		w.transition(t, "pay", p["provider_payment_id"].(string))
 		w.hooks(t)
@@ -121,7 +121,7 @@ func TestCostPix(t *testing.T) {
 	if got := w.get(t, p["id"].(string)); got["status"] != "captured" {
 		t.Fatalf("after the customer paid: %v, want captured", got["status"])
 	}
-	if n := len(w.Sim.Requests()) - calls; n != 0 {
+	if n := w.PaymentCalls() - calls; n != 0 {
 		t.Errorf("completing the Pix made %d provider calls, want 0", n)
 	}
 	t.Logf("card create (API key read): %v, 1 provider call", card)

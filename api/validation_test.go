@@ -100,7 +100,7 @@ func TestCreateRejectsBadInput(t *testing.T) {
 		t.Fatalf("rejected requests stored %d payments and %d keys, want none", payments, keys)
 	}
 	wantEffects(t, e.Sim, 0)
-	if n := len(e.Sim.Requests()); n != 0 {
+	if n := e.PaymentCalls(); n != 0 {
 		t.Fatalf("rejected requests reached the provider %d times", n)
 	}
 	// The key used by the rejected requests is free: the fixed request runs.

@@ -52,3 +52,15 @@ func SecretSuffix(t testing.TB) string {
 		return '_'
 	}, t.Name())
 }
+
+// PaymentCalls counts the simulator's requests about payments: all of them
+// but the account lookups (GET /v1/account) each registration makes.
+func (e *Env) PaymentCalls() int {
+	n := 0
+	for _, r := range e.Sim.Requests() {
+		if r.Op != "account" {
+			n++
+		}
+	}
+	return n
+}
