@@ -39,11 +39,13 @@
 //   - Time is Options.Now plus Advance; timestamps and key ages follow it.
 //
 // Simplified:
-//   - Each secret key is its own account. Any sk_ string is accepted until
-//     RevokeSecret; a new string (a rolled key) sees none of the old key's
-//     objects or idempotency keys, whereas at Stripe a rolled key reaches the
-//     same account. Restricted (rk_) and publishable keys are rejected as
-//     invalid; ForbidSecret gives a secret key a restricted key's 403s.
+//   - Each key holds its own objects. Any sk_, rk_test_ or rk_live_ string
+//     is accepted until RevokeSecret; a new string (a rolled key) sees none
+//     of the old key's objects or idempotency keys, whereas at Stripe a
+//     rolled key reaches the same account. GET /v1/account answers one
+//     account id for the keys of one family (what follows sk_test_,
+//     rk_live_, ...). Publishable keys are rejected as invalid;
+//     ForbidSecret gives a key a restricted key's 403s.
 //   - Only test payment methods (pm_card_visa, pm_card_chargeDeclined, the
 //     3-D Secure cards above, ...) and payment_method_data of type pix or
 //     boleto exist. POST /v1/payment_intents/{id}/confirm takes card
