@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/acmepay/payments/internal/apitest"
@@ -37,8 +36,12 @@ func paidBehind(t *testing.T, e *apitest.Env, order string) (paymentID, intentID
 }
 
 func resolveDsc(e *apitest.Env, id, key, action string) *apitest.Response {
-	return e.Do(apitest.Request{Method: http.MethodPost, Path: "/admin/v1/discrepancies/" + id + "/resolve",
-		Key: key, Bearer: apitest.AdminToken, Body: fmt.Sprintf(`{"actor":"ana","reason":"ticket 9","action":%q}`, action)})
+	return e.Do(resolveRequest(id, key, action))
+}
+
+func resolveRequest(id, key, action string) apitest.Request {
+	return apitest.Request{Method: http.MethodPost, Path: "/admin/v1/discrepancies/" + id + "/resolve",
+		Key: key, Bearer: apitest.AdminToken, Body: fmt.Sprintf(`{"actor":"ana","reason":"ticket 9","action":%q}`, action)}
 }
 
 type resolvedJSON struct {
@@ -137,14 +140,13 @@ func TestResolveRefund(t *testing.T) {
 		// Between the resolve's lookups and its refund, a refund in the
 		// dashboard leaves less than the whole: the provider refuses.
 		hold := e.Sim.Inject(providersim.Fault{Op: "refund", Kind: providersim.HoldBeforeEffect, Times: 1})
-		done := make(chan *apitest.Response, 1)
-		go func() { done <- resolveDsc(e, dsc, "r1", "refund") }()
+		done := e.DoAsync(resolveRequest(dsc, "r1", "refund"))
 		apitest.Recv(t, hold.Reached(), "the refund at the provider")
 		if _, err := e.Sim.DashboardRefund(pi, 1); err != nil {
 			t.Fatal(err)
 		}
 		hold.Release()
-		r := apitest.Recv(t, done, "the resolve's answer")
+		r := apitest.Await(t, done, "the resolve's answer")
 		if r.Status != http.StatusConflict || r.Code(t) != "provider_rejected" {
 			t.Fatalf("answer %d %s, want 409 provider_rejected", r.Status, r.Body)
 		}
@@ -219,8 +221,7 @@ func TestResolveRefund(t *testing.T) {
 		pay, _, dsc := paidBehind(t, e, "rs-inflight")
 		before := e.Sim.Stats()
 		hold := e.Sim.Inject(providersim.Fault{Op: "refund", Kind: providersim.HoldBeforeEffect, Times: 1})
-		done := make(chan *apitest.Response, 1)
-		go func() { done <- resolveDsc(e, dsc, "r-refund", "refund") }()
+		done := e.DoAsync(resolveRequest(dsc, "r-refund", "refund"))
 		apitest.Recv(t, hold.Reached(), "the refund at the provider")
 		mid := e.Sim.Stats()
 		note := resolveDsc(e, dsc, "r-note", "note")
@@ -231,7 +232,7 @@ func TestResolveRefund(t *testing.T) {
 			t.Errorf("the refused note called the provider")
 		}
 		hold.Release()
-		apitest.WantStatus(t, apitest.Recv(t, done, "the refund's answer"), http.StatusOK)
+		apitest.WantStatus(t, apitest.Await(t, done, "the refund's answer"), http.StatusOK)
 		if got := e.Sim.Stats().Refunds - before.Refunds; got != 1 {
 			t.Errorf("refunds at the provider = %d, want 1", got)
 		}
@@ -245,22 +246,11 @@ func TestResolveRefund(t *testing.T) {
 			pay, _, dsc := paidBehind(t, e, fmt.Sprintf("rs-race-%d", i))
 			stats := e.Sim.Stats()
 			before := stats.Refunds
-			var wg sync.WaitGroup
-			answers := map[string]*apitest.Response{}
-			var mu sync.Mutex
-			for _, action := range []string{"refund", "note"} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r := resolveDsc(e, dsc, fmt.Sprintf("race-%d-%s", i, action), action)
-					mu.Lock()
-					answers[action] = r
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
+			refCh := e.DoAsync(resolveRequest(dsc, fmt.Sprintf("race-%d-refund", i), "refund"))
+			noteCh := e.DoAsync(resolveRequest(dsc, fmt.Sprintf("race-%d-note", i), "note"))
+			ref := apitest.Await(t, refCh, "the refund resolve")
+			note := apitest.Await(t, noteCh, "the note resolve")
 			refunded := e.Sim.Stats().Refunds - before
-			ref, note := answers["refund"], answers["note"]
 			switch {
 			case ref.Status == http.StatusOK && note.Status == http.StatusConflict:
 				if refunded != 1 || note.Code(t) != "invalid_state" {

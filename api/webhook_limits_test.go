@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/acmepay/payments/internal/apitest"
@@ -129,15 +128,15 @@ func TestWebhookQueueBounds(t *testing.T) {
 			createEndpoint(t, e, fmt.Sprint("k-ep-", i), "http://127.0.0.1:1/h", "*")
 		}
 		const racers = 8
-		statuses := make([]int, racers)
-		var wg sync.WaitGroup
+		outcomes := make([]<-chan apitest.Outcome, racers)
 		for i := range racers {
-			wg.Go(func() {
-				statuses[i] = e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/webhook_endpoints", Key: fmt.Sprint("k-race-", i),
-					Body: `{"url":"http://127.0.0.1:1/h","enabled_events":["*"]}`}).Status
-			})
+			outcomes[i] = e.DoAsync(apitest.Request{Method: http.MethodPost, Path: "/v1/webhook_endpoints", Key: fmt.Sprint("k-race-", i),
+				Body: `{"url":"http://127.0.0.1:1/h","enabled_events":["*"]}`})
 		}
-		wg.Wait()
+		statuses := make([]int, racers)
+		for i, ch := range outcomes {
+			statuses[i] = apitest.Await(t, ch, "a concurrent endpoint create").Status
+		}
 		accepted := 0
 		for _, s := range statuses {
 			if s == http.StatusCreated {
