@@ -73,7 +73,7 @@ func TestCardNumbersRefusedInEveryField(t *testing.T) {
 	if payments != 0 || keys != 0 || hooks != 0 {
 		t.Fatalf("stored %d payments, %d idempotency keys, %d webhook endpoints; want none", payments, keys, hooks)
 	}
-	if n := e.Sim.Stats().Requests; n != 0 {
+	if n := e.PaymentCalls(); n != 0 {
 		t.Fatalf("the provider received %d requests, want 0", n)
 	}
 	logs := e.Logs.String()
