@@ -475,6 +475,10 @@ func (f *fleet) create(ctx context.Context, rng *rand.Rand, order string, bad bo
 				if p := decodePayment(twin.body); p != nil {
 					f.observe(order, p, "POST /v1/payments (double submit)")
 				}
+			case twin.status == http.StatusConflict && twin.code == "order_has_active_payment" &&
+				f.heldByRelease(ctx, rng, twin):
+				// An earlier attempt's intent is still being canceled: the
+				// twin reserved nothing, and a's answer is judged below.
 			case !retryable(twin):
 				f.surprise("double submit of "+order, twin)
 			}
@@ -498,7 +502,7 @@ func (f *fleet) create(ctx context.Context, rng *rand.Rand, order string, bad bo
 		case a.status == http.StatusConflict && a.code == "order_has_active_payment":
 			p := f.get(ctx, rng, a.paymentID)
 			switch {
-			case p != nil && (p.Status == "declined" || p.Status == "failed"):
+			case released(p):
 				// The earlier attempt's intent is still being canceled at
 				// the provider; nothing was reserved, so the same key waits.
 			case bad && p != nil && finalStatus(p.Status):
@@ -515,6 +519,19 @@ func (f *fleet) create(ctx context.Context, rng *rand.Rand, order string, bad bo
 		sleep(ctx, backoff(rng, try, a.retryAfter))
 	}
 	return nil
+}
+
+// released reports whether p is an earlier attempt whose intent the
+// service cancels before the order's next attempt (a 409
+// order_has_active_payment naming it is a hold, not a live payment).
+func released(p *payment) bool {
+	return p != nil && (p.Status == "declined" || p.Status == "failed")
+}
+
+// heldByRelease reports whether a 409 order_has_active_payment names an
+// earlier attempt that is being released.
+func (f *fleet) heldByRelease(ctx context.Context, rng *rand.Rand, a answer) bool {
+	return released(f.get(ctx, rng, a.paymentID))
 }
 
 // get reads a payment, retrying transport errors and 5xx a few times.
