@@ -29,7 +29,7 @@ done
 ACCOUNT_ID="$(sed -E 's/.*"id":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
 API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
 WHSEC="$(cat "$DATA/webhook.secret")"
-ORDER="demo-$(date +%s%N)"
+ORDER="demo-t$(date +%s)n$(date +%N)"
 KEY="$(cat /proc/sys/kernel/random/uuid)"
 BODY="{\"order_id\":\"$ORDER\",\"amount\":2000,\"currency\":\"BRL\",\"payment_method\":\"pm_card_visa\",\"capture_method\":\"manual\"}"
 # events_of PAYMENT_ID: that payment's events, reading the whole feed page
@@ -96,7 +96,7 @@ done
 say "7. the events feed of this payment"
 events_of "$PAYMENT_ID"
 
-PIX_ORDER="pedido-pix-$(date +%s%N)"
+PIX_ORDER="pedido-pix-t$(date +%s)n$(date +%N)"
 say "8. a Pix payment for $PIX_ORDER: 201 requires_action with the QR code (next_action)"
 PIX="$(curl -X POST "$API/v1/payments" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
   -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" \

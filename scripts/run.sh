@@ -11,7 +11,7 @@ try_line() {
       -H 'Authorization: Bearer $2' \\
       -H 'Content-Type: application/json' \\
       -H "Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)" \\
-      -d '{"order_id":"pedido-'"\$(date +%s%N)"'","amount":2000,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}'
+      -d '{"order_id":"pedido-'"t\$(date +%s)n\$(date +%N)"'","amount":2000,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}'
 TRY
 }
 
@@ -19,7 +19,7 @@ TRY
 # customer (3-D Secure, Pix, Boleto) with the simulator's control API.
 try_flows() {
   local create="curl -sS -X POST http://$1/v1/payments -H 'Authorization: Bearer $2' -H 'Content-Type: application/json' -H \"Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)\""
-  local order='"order_id":"pedido-'"'"'"$(date +%s%N)"'"'"'","amount":2000,"currency":"BRL"'
+  local order='"order_id":"pedido-'"'"'"t$(date +%s)n$(date +%N)"'"'"'","amount":2000,"currency":"BRL"'
   cat <<FLOWS
   payments that wait for the customer (CONTRACT §12): create one, then act as the customer.
   The simulator's signed webhooks move the payment; watch it with GET /v1/payments/{id}.

@@ -39,7 +39,10 @@ func TestRunTryLineMakesANewOrderEachPaste(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("try_line: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(line, `"order_id":"pedido-'"$(date +%s%N)"'"`) {
+	// Seconds and nanoseconds apart, split by a letter: one run of 19
+	// digits would pass the Luhn check one paste in ten and be refused
+	// as a card number.
+	if !strings.Contains(line, `"order_id":"pedido-'"t$(date +%s)n$(date +%N)"'"`) {
 		t.Fatalf("the order id is not a fresh shell expression:\n%s", line)
 	}
 	// Paste it twice, with a curl that prints what it would send.
@@ -49,7 +52,7 @@ func TestRunTryLineMakesANewOrderEachPaste(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pasting the line: exit %d: %s", code, stderr)
 	}
-	orders := regexp.MustCompile(`"order_id":"(pedido-[0-9]+)"`).FindAllStringSubmatch(sent, -1)
+	orders := regexp.MustCompile(`"order_id":"(pedido-t[0-9]{1,12}n[0-9]{1,9})"`).FindAllStringSubmatch(sent, -1)
 	keys := regexp.MustCompile(`Idempotency-Key: ([0-9a-f-]{36})`).FindAllStringSubmatch(sent, -1)
 	if len(orders) != 2 || len(keys) != 2 || orders[0][1] == orders[1][1] || keys[0][1] == keys[1][1] {
 		t.Fatalf("two pastes sent:\n%s\nwant two different order ids and keys", sent)
