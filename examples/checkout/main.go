@@ -123,7 +123,10 @@ func (cfg config) createPayment(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "want {\"method\":\"pix\"|\"card_3ds\"}", http.StatusBadRequest)
 		return
 	}
-	order := "pedido-" + randomHex(8)
+	// Two halves joined by a letter: sixteen random hex characters can be
+	// a Luhn-valid run of decimal digits, which the service refuses as a
+	// card number.
+	order := "pedido-" + randomHex(4) + "a" + randomHex(4)
 	body := map[string]any{"order_id": order, "amount": amount, "currency": currency,
 		"description": "Checkout example"}
 	switch in.Method {
