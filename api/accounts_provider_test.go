@@ -3,9 +3,11 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/apitest"
 	"github.com/acmepay/payments/internal/provider/providersim"
 )
@@ -107,4 +109,54 @@ func TestAdminAccountsOneStripeAccountOneAccount(t *testing.T) {
 	}
 	f.Remove()
 	wantStatus(t, post("Loja Tres", "sk_test_family_three"), http.StatusCreated)
+}
+
+// Accounts registered before registration asked the provider have no
+// provider account: a pass at start asks for each, so a restricted key of
+// one of them is refused afterwards like any other; two old accounts of
+// one provider account are both left as they are, counted and logged, and
+// a second pass asks only about what is still unknown.
+func TestProviderAccountsOfOldAccountsAreRecorded(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{})
+	ctx := context.Background()
+	old := func(secret string) {
+		t.Helper()
+		a, _, err := e.Accounts.Create(ctx, "Loja "+secret, secret, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.DB.Pool.Exec(ctx, `UPDATE accounts SET stripe_account_id = NULL WHERE id = $1`, a.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old("sk_live_family_old")
+	old("sk_live_family_twice")
+	old("rk_live_family_twice")
+
+	sum, err := e.Accounts.RecordProviderAccounts(ctx, e.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != (account.OwnersSummary{Examined: 3, Recorded: 2, Shared: 1}) {
+		t.Fatalf("first pass %+v, want 3 examined, 2 recorded, 1 shared", sum)
+	}
+	var stored string
+	if err := e.DB.Pool.QueryRow(ctx, `SELECT stripe_account_id FROM accounts WHERE name = 'Loja sk_live_family_old'`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != providersim.AccountOf("sk_live_family_old") {
+		t.Fatalf("recorded %q, want %q", stored, providersim.AccountOf("sk_live_family_old"))
+	}
+	r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/admin/v1/accounts", Bearer: apitest.AdminToken,
+		Body: `{"name":"Copia","stripe_secret_key":"rk_live_family_old"}`})
+	if r.Status != http.StatusConflict || r.Code(t) != "provider_credentials_in_use" {
+		t.Fatalf("restricted key of an old account: %d %s, want 409 provider_credentials_in_use", r.Status, r.Body)
+	}
+	if sum, err = e.Accounts.RecordProviderAccounts(ctx, e.Logger()); err != nil || sum != (account.OwnersSummary{Examined: 1, Shared: 1}) {
+		t.Fatalf("second pass %+v %v, want only the shared one examined", sum, err)
+	}
+	if !strings.Contains(e.Logs.String(), "two accounts hold keys of one provider account") {
+		t.Fatalf("the shared provider account was not logged")
+	}
 }

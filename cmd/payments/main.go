@@ -273,7 +273,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
+	go func() { defer wg.Done(); recordProviderAccounts(workers, a.accounts, log) }()
 	go func() { defer wg.Done(); runAudit(workers, a.audit, cfg.AuditInterval, log) }()
 	go func() { defer wg.Done(); a.reconciler.Run(workers) }()
 	go func() { defer wg.Done(); a.purger.Run(workers) }()
@@ -322,6 +323,20 @@ func newAPI(cfg config, a *app, log *slog.Logger) (*api.Server, error) {
 
 // serveMetrics serves /metrics alone on METRICS_ADDR, when it is set, and
 // returns its stop.
+// recordProviderAccounts asks, once per start, which provider account each
+// account registered before registration asked belongs to (see
+// account.Service.RecordProviderAccounts).
+func recordProviderAccounts(ctx context.Context, accounts *account.Service, log *slog.Logger) {
+	sum, err := accounts.RecordProviderAccounts(ctx, log)
+	if err != nil && ctx.Err() == nil {
+		log.Warn("recording provider accounts stopped; the next start resumes", slog.String("error", err.Error()))
+	}
+	if sum.Examined > 0 {
+		log.Info("provider accounts recorded", slog.Int("examined", sum.Examined), slog.Int("recorded", sum.Recorded),
+			slog.Int("shared", sum.Shared), slog.Int("unanswered", sum.Unanswered))
+	}
+}
+
 func serveMetrics(cfg config, a *app, log *slog.Logger) (func(), error) {
 	if cfg.MetricsAddr == "" {
 		return func() {}, nil

@@ -66,6 +66,9 @@ type Store interface {
 	// AccountRotateAPIKey makes newHash the current key and the current
 	// one the previous key, accepted until previousExpiresAt.
 	AccountRotateAPIKey(ctx context.Context, id string, newHash []byte, previousExpiresAt, rotatedAt time.Time) (Row, error)
+	// AccountSetStripeAccountID records the provider account of an account
+	// that has none yet; false when it already had one.
+	AccountSetStripeAccountID(ctx context.Context, id, stripeAccountID string) (bool, error)
 	keyStore
 }
 

@@ -75,6 +75,13 @@ func (s *AccountStore) AccountIDsAfter(ctx context.Context, after string, n int)
 	return ids, translate(err)
 }
 
+// AccountSetStripeAccountID records the provider account of an account
+// that has none yet; false when it already had one.
+func (s *AccountStore) AccountSetStripeAccountID(ctx context.Context, id, stripeAccountID string) (bool, error) {
+	n, err := s.db.q.AccountSetStripeAccountID(ctx, dbsqlc.AccountSetStripeAccountIDParams{ID: id, StripeAccountID: &stripeAccountID})
+	return n == 1, translate(err)
+}
+
 // AccountSecretHMACExists reports whether an account holds a secret with
 // this fingerprint.
 func (s *AccountStore) AccountSecretHMACExists(ctx context.Context, hmac []byte) (bool, error) {

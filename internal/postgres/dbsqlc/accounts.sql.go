@@ -282,6 +282,24 @@ func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIK
 	return i, err
 }
 
+const accountSetStripeAccountID = `-- name: AccountSetStripeAccountID :execrows
+UPDATE accounts SET stripe_account_id = $1
+WHERE id = $2 AND stripe_account_id IS NULL
+`
+
+type AccountSetStripeAccountIDParams struct {
+	StripeAccountID *string
+	ID              string
+}
+
+func (q *Queries) AccountSetStripeAccountID(ctx context.Context, arg AccountSetStripeAccountIDParams) (int64, error) {
+	result, err := q.db.Exec(ctx, accountSetStripeAccountID, arg.StripeAccountID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const accountUpdateSecrets = `-- name: AccountUpdateSecrets :exec
 UPDATE accounts
 SET stripe_secret_enc = $1, stripe_secret_hmac = $2, webhook_secret_enc = $3

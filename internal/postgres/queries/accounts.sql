@@ -54,3 +54,7 @@ ON CONFLICT (id) DO NOTHING;
 
 -- name: EncryptionCanaryUpdate :exec
 UPDATE encryption_canary SET ciphertext = @ciphertext, updated_at = @updated_at WHERE id;
+
+-- name: AccountSetStripeAccountID :execrows
+UPDATE accounts SET stripe_account_id = @stripe_account_id
+WHERE id = @id AND stripe_account_id IS NULL;
