@@ -47,11 +47,7 @@ func (b bounded) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
+	return execBatch(br)
 }
 
 func (b bounded) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -62,12 +58,7 @@ func (b bounded) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return queryBatch(br)
 }
 
 func (b bounded) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {

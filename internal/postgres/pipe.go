@@ -106,11 +106,7 @@ func (t *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
+	return execBatch(br)
 }
 
 func (t *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -127,12 +123,7 @@ func (t *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return queryBatch(br)
 }
 
 func (t *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -160,10 +151,7 @@ func (t *pipeTx) Commit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	tag, err := execBatch(br)
 	if err != nil {
 		return err
 	}
@@ -240,6 +228,27 @@ func (t *pipeTx) Conn() *pgx.Conn { return t.conn }
 
 // batchRows are the rows of a batch's last statement; the batch ends with
 // them.
+// execBatch reads the result of a batch's one statement that matters and
+// closes the batch, reporting the first error.
+func execBatch(br pgx.BatchResults) (pgconn.CommandTag, error) {
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// queryBatch returns the rows of a batch's statement; closing them closes
+// the batch.
+func queryBatch(br pgx.BatchResults) (pgx.Rows, error) {
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
 type batchRows struct {
 	pgx.Rows
 	br     pgx.BatchResults
