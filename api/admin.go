@@ -159,10 +159,10 @@ func (s *Server) adminReconcile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) adminReplay(w http.ResponseWriter, r *http.Request) {
-	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Response, error) {
+	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Answer, error) {
 		act, err := decodeAdminAction(body)
 		if err != nil {
-			return idempotency.Response{}, err
+			return idempotency.Answer{}, err
 		}
 		return s.payments.Replay(r.Context(), s.accounts, key, chi.URLParam(r, "id"), act.Actor, act.Reason)
 	})

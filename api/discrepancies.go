@@ -50,13 +50,13 @@ type resolveRequest struct {
 }
 
 func (s *Server) adminResolveDiscrepancy(w http.ResponseWriter, r *http.Request) {
-	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Response, error) {
+	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Answer, error) {
 		var req resolveRequest
 		if err := payment.DecodeStrict(body, &req); err != nil {
-			return idempotency.Response{}, err
+			return idempotency.Answer{}, err
 		}
 		if err := checkAdminAction(adminAction{Actor: req.Actor, Reason: req.Reason}); err != nil {
-			return idempotency.Response{}, err
+			return idempotency.Answer{}, err
 		}
 		return s.discrepancies.Resolve(r.Context(), key, chi.URLParam(r, "id"), payment.ResolveRequest{
 			Actor: req.Actor, Reason: req.Reason, Action: payment.ResolveAction(req.Action)})

@@ -49,7 +49,7 @@ func decodeAmount(body []byte, required bool) (int64, error) {
 
 // mutation reads the key and the body of a payment operation, then runs it.
 func (s *Server) mutation(w http.ResponseWriter, r *http.Request, optionalBody bool,
-	run func(key string, body []byte) (idempotency.Response, error)) {
+	run func(key string, body []byte) (idempotency.Answer, error)) {
 	read := readJSON
 	if optionalBody {
 		read = readOptionalJSON
@@ -76,20 +76,20 @@ func (s *Server) mutation(w http.ResponseWriter, r *http.Request, optionalBody b
 }
 
 func (s *Server) capturePayment(w http.ResponseWriter, r *http.Request) {
-	s.mutation(w, r, true, func(key string, body []byte) (idempotency.Response, error) {
+	s.mutation(w, r, true, func(key string, body []byte) (idempotency.Answer, error) {
 		amount, err := decodeAmount(body, false)
 		if err != nil {
-			return idempotency.Response{}, err
+			return idempotency.Answer{}, err
 		}
 		return s.payments.Capture(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"), amount)
 	})
 }
 
 func (s *Server) cancelPayment(w http.ResponseWriter, r *http.Request) {
-	s.mutation(w, r, true, func(key string, body []byte) (idempotency.Response, error) {
+	s.mutation(w, r, true, func(key string, body []byte) (idempotency.Answer, error) {
 		if len(bytes.TrimSpace(body)) > 0 {
 			if err := payment.DecodeStrict(body, &struct{}{}); err != nil {
-				return idempotency.Response{}, err
+				return idempotency.Answer{}, err
 			}
 		}
 		return s.payments.Cancel(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"))
@@ -97,10 +97,10 @@ func (s *Server) cancelPayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
-	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Response, error) {
+	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Answer, error) {
 		amount, err := decodeAmount(body, true)
 		if err != nil {
-			return idempotency.Response{}, err
+			return idempotency.Answer{}, err
 		}
 		return s.payments.Refund(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"), amount)
 	})

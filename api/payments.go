@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -57,39 +58,41 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return key, nil
 }
 
-// writeStored writes an idempotent result: a replay is the stored status
-// and body, byte for byte. A stored error answer (a provider's refusal) is
-// rendered as problem+json like any other error.
-func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, resp idempotency.Response) {
+// writeStored writes an idempotent result: a replay is the stored answer,
+// byte for byte, with the status of its kind. A stored refusal is rendered
+// as problem+json like any other error.
+func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, ans idempotency.Answer) {
 	h := w.Header()
-	if resp.Status >= 400 {
-		e, err := payment.DecodeStoredError(resp.Body)
+	if ans.Replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	if ans.Kind == idempotency.KindRefused {
+		e, err := payment.DecodeStoredError(ans.Body)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if resp.Replayed {
-			h.Set("Idempotent-Replayed", "true")
-		}
 		s.writeError(w, r, e)
 		return
 	}
-	h.Set("Content-Type", "application/json")
-	if resp.Replayed {
-		h.Set("Idempotent-Replayed", "true")
+	status, ok := statusOfKind[ans.Kind]
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("api: stored answer of unknown kind %q", ans.Kind))
+		return
 	}
-	if resp.Status == http.StatusAccepted {
+	h.Set("Content-Type", "application/json")
+	if ans.Kind == idempotency.KindAccepted {
 		h.Set("Retry-After", retryAfterUnknown)
 	}
-	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	w.WriteHeader(status)
+	_, _ = w.Write(ans.Body)
 }
 
 func (s *Server) createPayment(w http.ResponseWriter, r *http.Request) {
-	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Response, error) {
+	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Answer, error) {
 		req, err := payment.ParseCreateRequest(body)
 		if err != nil {
-			return idempotency.Response{}, err
+			return idempotency.Answer{}, err
 		}
 		return s.payments.Create(r.Context(), accountFrom(r).Payer(), key, req)
 	})

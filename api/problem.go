@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
@@ -13,7 +14,8 @@ import (
 
 const codeMethodNotAllowed payment.Code = "method_not_allowed"
 
-// statusOf is the only map from domain codes to HTTP statuses.
+// statusOf and statusOfKind are the only maps from the domain's answers
+// to HTTP statuses. statusOf maps error codes.
 var statusOf = map[payment.Code]int{
 	payment.CodeIdempotencyKeyMissing: http.StatusBadRequest,
 	payment.CodeIdempotencyKeyInvalid: http.StatusBadRequest,
@@ -35,6 +37,14 @@ var statusOf = map[payment.Code]int{
 	payment.CodeUnavailable:           http.StatusServiceUnavailable,
 	payment.CodeRateLimited:           http.StatusTooManyRequests,
 	payment.CodeInternal:              http.StatusInternalServerError,
+}
+
+// statusOfKind maps what a stored answer says to its HTTP status; a
+// refusal takes the status of its error's code, from statusOf.
+var statusOfKind = map[idempotency.Kind]int{
+	idempotency.KindCreated:  http.StatusCreated,
+	idempotency.KindAccepted: http.StatusAccepted,
+	idempotency.KindOK:       http.StatusOK,
 }
 
 // problem is an RFC 9457 problem document.

@@ -3,7 +3,6 @@ package console
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -169,13 +168,9 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := c.cfg.Discrepancies.Resolve(ctx, key, id, payment.ResolveRequest{Actor: actor, Reason: reason, Action: action})
-	if err == nil && resp.Status >= 400 {
+	if err == nil {
 		// A stored refusal replayed for the same key.
-		if pe, derr := payment.DecodeStoredError(resp.Body); derr == nil {
-			err = pe
-		} else {
-			err = fmt.Errorf("resolve answered %d", resp.Status)
-		}
+		err = payment.AnswerError(resp)
 	}
 	c.cfg.Logger.InfoContext(ctx, "console action", slog.String("actor", actor), slog.String("action", "discrepancy.resolve"),
 		slog.String("discrepancy_id", id), slog.String("resolution", string(action)), slog.String("code", string(payment.ErrorCode(err))))
@@ -192,7 +187,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		PaymentID string `json:"payment_id"`
 	}
 	done := "resolve"
-	if resp.Status == http.StatusAccepted {
+	if resp.Kind == idempotency.KindAccepted {
 		// The refund's outcome is unknown: the discrepancy stays open.
 		done = "resolve-pending"
 	}

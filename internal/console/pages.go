@@ -502,7 +502,7 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	var resp idempotency.Response
+	var resp idempotency.Answer
 	switch action {
 	case "reconcile":
 		_, err = c.cfg.Payments.ReconcilePayment(ctx, c.cfg.Accounts, id, actor, reason)
@@ -516,13 +516,9 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 		} else {
 			resp, err = c.cfg.Payments.AdminCancel(ctx, c.cfg.Accounts, key, id, actor, reason)
 		}
-		if err == nil && resp.Status >= 400 {
+		if err == nil {
 			// A stored refusal replayed for the same key.
-			if pe, derr := payment.DecodeStoredError(resp.Body); derr == nil {
-				err = pe
-			} else {
-				err = fmt.Errorf("%s answered %d", action, resp.Status)
-			}
+			err = payment.AnswerError(resp)
 		}
 	}
 	c.cfg.Logger.InfoContext(ctx, "console action", slog.String("actor", actor), slog.String("action", action),

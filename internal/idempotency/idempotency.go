@@ -103,13 +103,15 @@ type Record struct {
 	Fingerprint    []byte
 	State          State
 	LeaseExpiresAt *time.Time
-	ResponseStatus int
-	ResponseBody   []byte
-	PaymentID      string
-	AttemptID      string
-	CreatedAt      time.Time
-	CompletedAt    *time.Time
-	Purged         bool
+	// ResponseKind and ResponseBody are the stored answer of a completed
+	// key.
+	ResponseKind Kind
+	ResponseBody []byte
+	PaymentID    string
+	AttemptID    string
+	CreatedAt    time.Time
+	CompletedAt  *time.Time
+	Purged       bool
 }
 
 // Decision is what a request with a known key gets.
@@ -152,9 +154,26 @@ func Decide(r Record, fingerprint []byte, now time.Time) Decision {
 	}
 }
 
-// Response is a stored result: replayed with this status and these bytes.
-type Response struct {
-	Status   int
+// Kind is what a stored answer says; the api maps it to an HTTP status.
+type Kind string
+
+const (
+	// KindCreated: the mutation made its object (a payment, a refund), or
+	// the replay its new attempt, and the outcome is known.
+	KindCreated Kind = "created"
+	// KindAccepted: the outcome is not known yet; the body shows the
+	// object as it stands.
+	KindAccepted Kind = "accepted"
+	// KindOK: the change is done; the body is the object.
+	KindOK Kind = "ok"
+	// KindRefused: nothing was changed; the body is a stored error that
+	// carries its code.
+	KindRefused Kind = "refused"
+)
+
+// Answer is a stored result: replayed with this kind and these bytes.
+type Answer struct {
+	Kind     Kind
 	Body     []byte
 	Replayed bool
 }

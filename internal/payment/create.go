@@ -11,56 +11,69 @@ import (
 	"github.com/acmepay/payments/internal/provider"
 )
 
-// Create runs "create payment" under the client key. It answers 201 when the
-// provider's outcome is known, 202 while it is not, or replays a stored
-// answer.
-func (s *Service) Create(ctx context.Context, acct Account, key string, req CreateRequest) (idempotency.Response, error) {
+// Create runs "create payment" under the client key. It answers created
+// when the provider's outcome is known, accepted while it is not, or
+// replays a stored answer.
+func (s *Service) Create(ctx context.Context, acct Account, key string, req CreateRequest) (idempotency.Answer, error) {
 	op := idempotency.OpPaymentsCreate
-	fp, err := idempotency.Fingerprint(op, req)
+	k, err := NewKey(acct.ID, op, key, s.newID("pay"), req)
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
-	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
-	resp, err := s.execute(ctx, acct, scope, fp, s.newID("pay"),
-		ReadAhead{NextAttempt: &AttemptOf{AccountID: acct.ID, OrderID: req.OrderID, Op: OpAuthorize}},
-		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
-			n, err := tx.NextAttemptNumber(ctx, acct.ID, req.OrderID, OpAuthorize)
-			if err != nil {
-				return nil, nil, err
-			}
-			p := &Payment{
-				ID: paymentID, AccountID: acct.ID, OrderID: req.OrderID, Attempt: n,
-				Amount: req.Amount, Currency: req.Currency, CaptureMethod: req.CaptureMethod,
-				PaymentMethod: req.PaymentMethod, CustomerID: req.CustomerID,
-				Description: req.Description, Metadata: req.Metadata,
-				Options: MethodOptions{ReturnURL: req.ReturnURL, ExpiresIn: req.ExpiresIn, BillingDetails: req.BillingDetails},
-				Status:  StatusProcessing, CreatedAt: now, UpdatedAt: now,
-			}
-			// The partial unique index on live payments refuses a second
-			// live payment for the order, even from another key.
-			if err := tx.PaymentInsert(ctx, p); err != nil {
-				return nil, nil, err
-			}
-			if n > 1 {
-				// An earlier payment's intent may still be payable.
-				if err := checkOrderHeld(ctx, tx, acct.ID, req.OrderID, CodeOrderHasActivePayment); err != nil {
-					return nil, nil, err
-				}
-			}
-			a, err := s.insertAuthorizeAttempt(ctx, tx, p, attemptID, n, now)
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, a, s.changed(ctx, tx, p, "", "", "api", "payment.created", "", map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey})
-		})
+	ans, err := s.Execute(ctx, acct, k, &creating{answerPayment{s}, acct, req})
 	if errors.Is(err, ErrLiveOrderConflict) {
 		s.metrics.Idempotency(op, "conflict")
-		return idempotency.Response{}, s.liveOrderError(ctx, acct.ID, req.OrderID)
+		return idempotency.Answer{}, s.liveOrderError(ctx, acct.ID, req.OrderID)
 	}
 	if ErrorCode(err) == CodeOrderHasActivePayment {
 		s.metrics.Idempotency(op, "conflict")
 	}
-	return resp, err
+	return ans, err
+}
+
+// creating is a create on the money path.
+type creating struct {
+	answerPayment
+	acct Account
+	req  CreateRequest
+}
+
+// ahead: the attempt number travels with the key's reservation.
+func (c *creating) ahead() ReadAhead {
+	return ReadAhead{NextAttempt: &AttemptOf{AccountID: c.acct.ID, OrderID: c.req.OrderID, Op: OpAuthorize}}
+}
+
+// Start writes the payment and its first authorization attempt.
+func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, error) {
+	s, req := c.s, c.req
+	n, err := tx.NextAttemptNumber(ctx, c.acct.ID, req.OrderID, OpAuthorize)
+	if err != nil {
+		return Started{}, err
+	}
+	p := &Payment{
+		ID: at.PaymentID, AccountID: c.acct.ID, OrderID: req.OrderID, Attempt: n,
+		Amount: req.Amount, Currency: req.Currency, CaptureMethod: req.CaptureMethod,
+		PaymentMethod: req.PaymentMethod, CustomerID: req.CustomerID,
+		Description: req.Description, Metadata: req.Metadata,
+		Options: MethodOptions{ReturnURL: req.ReturnURL, ExpiresIn: req.ExpiresIn, BillingDetails: req.BillingDetails},
+		Status:  StatusProcessing, CreatedAt: at.Now, UpdatedAt: at.Now,
+	}
+	// The partial unique index on live payments refuses a second live
+	// payment for the order, even from another key.
+	if err := tx.PaymentInsert(ctx, p); err != nil {
+		return Started{}, err
+	}
+	if n > 1 {
+		// An earlier payment's intent may still be payable.
+		if err := checkOrderHeld(ctx, tx, c.acct.ID, req.OrderID, CodeOrderHasActivePayment); err != nil {
+			return Started{}, err
+		}
+	}
+	a, err := s.insertAuthorizeAttempt(ctx, tx, p, at.AttemptID, n, at.Now)
+	if err != nil {
+		return Started{}, err
+	}
+	return Send(p, a), s.changed(ctx, tx, p, "", "", "api", "payment.created", "", map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey})
 }
 
 // liveOrderError names the payment that keeps an order from a second one.

@@ -10,120 +10,140 @@ import (
 )
 
 // Capture captures an authorized payment, in full when amount is 0.
-func (s *Service) Capture(ctx context.Context, acct Account, key, paymentID string, amount int64) (idempotency.Response, error) {
+func (s *Service) Capture(ctx context.Context, acct Account, key, paymentID string, amount int64) (idempotency.Answer, error) {
 	if amount < 0 || amount > MaxAmount {
-		return idempotency.Response{}, fieldError("amount", "must be an integer from 1 to 99999999 (minor units)")
+		return idempotency.Answer{}, fieldError("amount", "must be an integer from 1 to 99999999 (minor units)")
 	}
-	return s.paymentOp(ctx, acct, key, idempotency.OpPaymentsCapture, OpCapture, paymentID, amount,
-		func(p *Payment, n int, key string) (any, error) {
+	return s.changePayment(ctx, acct, key, idempotency.OpPaymentsCapture, paymentID, &changing{answerPayment: answerPayment{s},
+		acct: acct, op: OpCapture, amount: amount,
+		build: func(p *Payment, key string) (any, error) {
 			if amount > p.Amount {
 				return nil, fieldError("amount", "must not exceed the authorized amount")
 			}
 			return provider.CaptureRequest{IdempotencyKey: key, IntentID: p.ProviderPaymentID, Amount: amount}, nil
-		})
+		}})
 }
 
 // Cancel cancels an authorized, uncaptured payment.
-func (s *Service) Cancel(ctx context.Context, acct Account, key, paymentID string) (idempotency.Response, error) {
-	return s.paymentOp(ctx, acct, key, idempotency.OpPaymentsCancel, OpCancel, paymentID, 0,
-		func(p *Payment, n int, key string) (any, error) {
+func (s *Service) Cancel(ctx context.Context, acct Account, key, paymentID string) (idempotency.Answer, error) {
+	return s.changePayment(ctx, acct, key, idempotency.OpPaymentsCancel, paymentID, &changing{answerPayment: answerPayment{s},
+		acct: acct, op: OpCancel,
+		build: func(p *Payment, key string) (any, error) {
 			return cancelRequest{CancelRequest: provider.CancelRequest{IdempotencyKey: key, IntentID: p.ProviderPaymentID}, From: p.Status}, nil
-		})
-}
-
-// paymentOp runs a capture or a cancel. Under the payment's lock it
-// refuses a payment that is not authorized, or one with a capture or cancel
-// still in flight: of two racing operations exactly one reaches the
-// provider.
-func (s *Service) paymentOp(ctx context.Context, acct Account, key, idemOp string, op Operation, paymentID string, amount int64,
-	build func(p *Payment, n int, key string) (any, error)) (idempotency.Response, error) {
-	fp, err := idempotency.Fingerprint(idemOp, struct {
-		PaymentID string `json:"payment_id"`
-		Amount    int64  `json:"amount"`
-	}{paymentID, amount})
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	scope := idempotency.Scope{AccountID: acct.ID, Operation: idemOp, KeyHash: idempotency.HashKey(key)}
-	return s.execute(ctx, acct, scope, fp, paymentID, ReadAhead{},
-		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
-			p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
-			if err != nil {
-				return nil, nil, err
-			}
-			switch {
-			case p.Status == StatusAuthorized:
-			case op == OpCancel && p.Status == StatusRequiresAction && p.ProviderPaymentID != "":
-				// The customer has not acted yet: canceling at the provider
-				// decides the race with a payment made meanwhile.
-			case op == OpCancel:
-				return nil, nil, Errorf(CodeInvalidState, "the payment is %s; only an authorized payment, or one that requires action, can be canceled", p.Status)
-			default:
-				return nil, nil, Errorf(CodeInvalidState, "the payment is %s; only an authorized payment can be %s", p.Status, pastTense(op))
-			}
-			busy, err := tx.AttemptsUnresolved(ctx, p.ID, OpCapture, OpCancel)
-			if err != nil {
-				return nil, nil, err
-			}
-			if busy > 0 {
-				return nil, nil, Errorf(CodeInvalidState, "another capture or cancel of this payment is in progress")
-			}
-			n, err := tx.NextAttemptNumber(ctx, acct.ID, p.OrderID, op)
-			if err != nil {
-				return nil, nil, err
-			}
-			req, err := build(p, n, ProviderKey(p.OrderID, op, n))
-			if err != nil {
-				return nil, nil, err
-			}
-			a, err := s.insertAttempt(ctx, tx, p, attemptID, op, n, req, now)
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, a, tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actorOf(ctx),
-				Action: string(op) + ".requested", Reason: reasonOf(ctx), Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "amount": amount}})
-		})
+		}})
 }
 
 // Refund refunds part or all of a captured payment. The n-th refund of an
 // order is sent with {order}:estornar-v{n}; retries of one refund reuse it.
-func (s *Service) Refund(ctx context.Context, acct Account, key, paymentID string, amount int64) (idempotency.Response, error) {
+func (s *Service) Refund(ctx context.Context, acct Account, key, paymentID string, amount int64) (idempotency.Answer, error) {
 	if amount < 1 || amount > MaxAmount {
-		return idempotency.Response{}, fieldError("amount", "must be an integer from 1 to 99999999 (minor units)")
+		return idempotency.Answer{}, fieldError("amount", "must be an integer from 1 to 99999999 (minor units)")
 	}
-	op := idempotency.OpRefundsCreate
-	fp, err := idempotency.Fingerprint(op, struct {
+	return s.changePayment(ctx, acct, key, idempotency.OpRefundsCreate, paymentID, &refunding{answerPayment{s}, acct, amount})
+}
+
+// changePayment runs a capture, cancel or refund of one payment under the
+// client key; the request it binds the key to is the payment and amount.
+func (s *Service) changePayment(ctx context.Context, acct Account, key, op, paymentID string, m interface {
+	Mutation
+	amountOf() int64
+}) (idempotency.Answer, error) {
+	k, err := NewKey(acct.ID, op, key, paymentID, struct {
 		PaymentID string `json:"payment_id"`
 		Amount    int64  `json:"amount"`
-	}{paymentID, amount})
+	}{paymentID, m.amountOf()})
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
-	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
-	return s.execute(ctx, acct, scope, fp, paymentID, ReadAhead{},
-		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
-			p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
-			if err != nil {
-				return nil, nil, err
-			}
-			if p.Status != StatusCaptured {
-				return nil, nil, Errorf(CodeInvalidState, "the payment is %s; only a captured payment can be refunded", p.Status)
-			}
-			// Under the payment's lock: refunds in flight hold their amount.
-			pending, err := tx.RefundPending(ctx, p.ID)
-			if err != nil {
-				return nil, nil, err
-			}
-			if available := p.AmountCaptured - p.AmountRefunded - pending; amount > available {
-				return nil, nil, Errorf(CodeRefundExceedsCaptured, "the refund of %d exceeds the %d still refundable", amount, max(available, 0))
-			}
-			r, a, err := s.startRefund(ctx, tx, p, attemptID, amount, p.ProviderPaymentID, now)
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, a, tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: "api",
-				Action: "estornar.requested", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "refund_id": r.ID, "amount": amount}})
-		})
+	return s.Execute(ctx, acct, k, m)
+}
+
+// changing is a capture or a cancel on the money path.
+type changing struct {
+	answerPayment
+	acct   Account
+	op     Operation
+	amount int64
+	// build makes the provider request of attempt key.
+	build func(p *Payment, key string) (any, error)
+}
+
+func (c *changing) amountOf() int64 { return c.amount }
+
+// Start refuses a payment that is not authorized, or one with a capture
+// or cancel still in flight, under the payment's lock: of two racing
+// operations exactly one reaches the provider.
+func (c *changing) Start(ctx context.Context, tx Tx, at Reserved) (Started, error) {
+	p, err := tx.PaymentLock(ctx, c.acct.ID, at.PaymentID)
+	if err != nil {
+		return Started{}, err
+	}
+	switch {
+	case p.Status == StatusAuthorized:
+	case c.op == OpCancel && p.Status == StatusRequiresAction && p.ProviderPaymentID != "":
+		// The customer has not acted yet: canceling at the provider
+		// decides the race with a payment made meanwhile.
+	case c.op == OpCancel:
+		return Started{}, Errorf(CodeInvalidState, "the payment is %s; only an authorized payment, or one that requires action, can be canceled", p.Status)
+	default:
+		return Started{}, Errorf(CodeInvalidState, "the payment is %s; only an authorized payment can be %s", p.Status, pastTense(c.op))
+	}
+	busy, err := tx.AttemptsUnresolved(ctx, p.ID, OpCapture, OpCancel)
+	if err != nil {
+		return Started{}, err
+	}
+	if busy > 0 {
+		return Started{}, Errorf(CodeInvalidState, "another capture or cancel of this payment is in progress")
+	}
+	n, err := tx.NextAttemptNumber(ctx, c.acct.ID, p.OrderID, c.op)
+	if err != nil {
+		return Started{}, err
+	}
+	req, err := c.build(p, ProviderKey(p.OrderID, c.op, n))
+	if err != nil {
+		return Started{}, err
+	}
+	a, err := c.s.insertAttempt(ctx, tx, p, at.AttemptID, c.op, n, req, at.Now)
+	if err != nil {
+		return Started{}, err
+	}
+	return Send(p, a), tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: at.Now, Actor: actorOf(ctx),
+		Action: string(c.op) + ".requested", Reason: reasonOf(ctx), Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "amount": c.amount}})
+}
+
+// refunding is a refund on the money path.
+type refunding struct {
+	answerPayment
+	acct   Account
+	amount int64
+}
+
+func (r *refunding) amountOf() int64 { return r.amount }
+
+// Start refuses a refund of more than is still refundable, counting the
+// refunds in flight, under the payment's lock.
+func (r *refunding) Start(ctx context.Context, tx Tx, at Reserved) (Started, error) {
+	p, err := tx.PaymentLock(ctx, r.acct.ID, at.PaymentID)
+	if err != nil {
+		return Started{}, err
+	}
+	if p.Status != StatusCaptured {
+		return Started{}, Errorf(CodeInvalidState, "the payment is %s; only a captured payment can be refunded", p.Status)
+	}
+	// Under the payment's lock: refunds in flight hold their amount.
+	pending, err := tx.RefundPending(ctx, p.ID)
+	if err != nil {
+		return Started{}, err
+	}
+	if available := p.AmountCaptured - p.AmountRefunded - pending; r.amount > available {
+		return Started{}, Errorf(CodeRefundExceedsCaptured, "the refund of %d exceeds the %d still refundable", r.amount, max(available, 0))
+	}
+	rf, a, err := r.s.startRefund(ctx, tx, p, at.AttemptID, r.amount, p.ProviderPaymentID, at.Now)
+	if err != nil {
+		return Started{}, err
+	}
+	return Send(p, a), tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: at.Now, Actor: "api",
+		Action: "estornar.requested", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "refund_id": rf.ID, "amount": r.amount}})
 }
 
 // startRefund writes a refund of a locked payment and the attempt that

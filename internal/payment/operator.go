@@ -61,14 +61,14 @@ func (s *Service) ProviderState(ctx context.Context, accounts Accounts, paymentI
 
 // AdminCancel is an operator's cancel of a payment of any account: the
 // merchant's cancel, with the same guards, audited with actor and reason.
-func (s *Service) AdminCancel(ctx context.Context, accounts Accounts, key, paymentID, actor, reason string) (idempotency.Response, error) {
+func (s *Service) AdminCancel(ctx context.Context, accounts Accounts, key, paymentID, actor, reason string) (idempotency.Answer, error) {
 	p, err := s.store.PaymentGetAny(ctx, paymentID)
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
 	acct, err := accounts.Payer(ctx, p.AccountID)
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
 	return s.Cancel(withReason(withActor(ctx, actor), reason), acct, key, p.ID)
 }

@@ -92,7 +92,7 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 	}
 	out := s.call(ctx, acct, p, a, true)
 	var settled *Payment
-	err = s.settle(ctx, a, func(ctx context.Context, tx Tx) error {
+	err = s.settleAttempt(ctx, a, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
 		rec, err := tx.KeyLockByAttempt(ctx, a.ID)
 		hasKey := err == nil
@@ -302,15 +302,13 @@ func ParseStatuses(v string) ([]Status, error) {
 
 // completeKey stores the answer a waiting client key will replay.
 func (s *Service) completeKey(ctx context.Context, tx Tx, rec idempotency.Record, p *Payment, a *Attempt, now time.Time) error {
-	render := s.render
+	var m answerer = answerPayment{s}
 	if rec.Scope.Operation == idempotency.OpAdminResolve {
-		render = func(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
-			return s.renderResolution(ctx, tx, p, a, "")
-		}
+		m = answerResolution{s: s}
 	}
-	resp, err := render(ctx, tx, p, a)
+	ans, err := m.Answer(ctx, tx, p, a)
 	if err != nil {
 		return err
 	}
-	return tx.KeyComplete(ctx, rec.ID, resp.Status, resp.Body, now)
+	return tx.KeyComplete(ctx, rec.ID, ans, now)
 }

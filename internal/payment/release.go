@@ -152,7 +152,7 @@ func (s *Service) sendReleases(ctx context.Context, acct Account, p *Payment, ac
 			continue // another path holds it, or the database is away: the reconciler owns it
 		}
 		out := s.call(ctx, acct, p, claimed, !first)
-		_ = s.settle(ctx, claimed, func(ctx context.Context, tx Tx) error {
+		_ = s.settleAttempt(ctx, claimed, func(ctx context.Context, tx Tx) error {
 			cur, err := tx.PaymentLock(ctx, acct.ID, claimed.PaymentID)
 			if err != nil {
 				return err

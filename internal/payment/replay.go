@@ -3,8 +3,6 @@ package payment
 import (
 	"context"
 	"errors"
-	"net/http"
-	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
 )
@@ -42,97 +40,110 @@ func actorOf(ctx context.Context) string {
 // failed, not found) does it make a new attempt with the next provider key,
 // audited with actor, reason and the attempt it replaces. While the outcome
 // is still unknown it refuses: never a blind new attempt.
-func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID, actor, reason string) (idempotency.Response, error) {
+func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID, actor, reason string) (idempotency.Answer, error) {
 	before, err := s.store.PaymentGetAny(ctx, paymentID)
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
 	acct, err := accounts.Payer(ctx, before.AccountID)
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
-	op := idempotency.OpAdminReplay
-	fp, err := idempotency.Fingerprint(op, struct {
+	k, err := NewKey(acct.ID, idempotency.OpAdminReplay, key, paymentID, struct {
 		PaymentID string `json:"payment_id"`
 		Actor     string `json:"actor"`
 		Reason    string `json:"reason"`
 	}{paymentID, actor, reason})
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
-	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
-	// A replay of a replay (same key) is answered from the key alone.
-	if rec, err := s.store.KeyGet(ctx, scope); err == nil {
-		if d := idempotency.Decide(rec, fp, s.clock()); d != idempotency.Recover {
-			return s.answer(ctx, rec, d)
-		}
-	}
-	if err := s.reconcileAll(ctx, acct, paymentID, actor, reason); err != nil {
-		return idempotency.Response{}, err
-	}
-	ctx = withActor(ctx, actor)
-	resp, err := s.execute(ctx, acct, scope, fp, paymentID, ReadAhead{},
-		func(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
-			p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
-			if err != nil {
-				return nil, nil, err
-			}
-			switch p.Status {
-			case StatusAuthorized, StatusCaptured:
-				if before.Status.Final() {
-					return nil, nil, Errorf(CodeInvalidState, "the payment is already %s", p.Status)
-				}
-				// Reconciliation found the earlier attempt's success: adopt it.
-				return p, nil, tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now,
-					Actor: actor, Action: "replay.adopted", Reason: reason, Details: map[string]any{"status": string(p.Status)}})
-			case StatusProcessing, StatusUnknown:
-				return nil, nil, Errorf(CodeOutcomeUnknown, "the provider outcome of the last attempt is still unknown; no new attempt is made until it is known")
-			case StatusRequiresAction, StatusPending:
-				return nil, nil, Errorf(CodeInvalidState, "the payment is %s: the provider accepted it and it waits for the customer", p.Status)
-			case StatusCanceled:
-				return nil, nil, Errorf(CodeInvalidState, "the payment is canceled")
-			}
-			last, err := tx.AttemptLatest(ctx, p.ID, OpAuthorize)
-			if err != nil {
-				return nil, nil, err
-			}
-			n, err := tx.NextAttemptNumber(ctx, acct.ID, p.OrderID, OpAuthorize)
-			if err != nil {
-				return nil, nil, err
-			}
-			// Once under the lock its own release was armed under, once after
-			// the update, which may have waited for another payment to end.
-			if err := checkOrderHeld(ctx, tx, acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
-				return nil, nil, err
-			}
-			from := p.Status
-			p.Status, p.Attempt, p.UpdatedAt = StatusProcessing, n, now
-			p.ProviderPaymentID, p.FailureCode, p.FailureMessage, p.AmountCaptured = "", "", "", 0
-			if !CanTransition(from, p.Status) {
-				return nil, nil, Errorf(CodeInvalidState, "the payment is %s", from)
-			}
-			// The live-order index refuses this when the order has another
-			// live payment.
-			if err := tx.PaymentUpdate(ctx, p); err != nil {
-				return nil, nil, err
-			}
-			if err := checkOrderHeld(ctx, tx, acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
-				return nil, nil, err
-			}
-			a, err := s.insertAuthorizeAttempt(ctx, tx, p, attemptID, n, now)
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, a, s.changed(ctx, tx, p, "", from, actor, "replay.new_attempt", reason, map[string]any{
-				"attempt_id": a.ID, "provider_key": a.ProviderKey, "replaces_attempt_id": last.ID, "replaces_provider_key": last.ProviderKey})
-		})
+	ans, err := s.Execute(withActor(ctx, actor), acct, k, &replaying{answerPayment{s}, acct, before, actor, reason})
 	if errors.Is(err, ErrLiveOrderConflict) {
-		return idempotency.Response{}, s.liveOrderError(ctx, acct.ID, before.OrderID)
+		return idempotency.Answer{}, s.liveOrderError(ctx, acct.ID, before.OrderID)
 	}
-	// A replay that made a new attempt answers 201 whatever that attempt's
-	// outcome; the payment it carries says whether it is still unknown.
-	if resp.Status == http.StatusAccepted {
-		resp.Status = http.StatusCreated
+	// A replay that made a new attempt answers created whatever that
+	// attempt's outcome; the payment it carries says whether it is still
+	// unknown.
+	if ans.Kind == idempotency.KindAccepted {
+		ans.Kind = idempotency.KindCreated
 	}
-	return resp, err
+	return ans, err
+}
+
+// replaying is an operator's replay on the money path.
+type replaying struct {
+	answerPayment
+	acct          Account
+	before        *Payment
+	actor, reason string
+}
+
+// Prepare reconciles the payment's unresolved attempts first: a replay
+// decides on what the provider proved, never on a guess.
+func (rp *replaying) Prepare(ctx context.Context, _ bool) error {
+	return rp.s.reconcileAll(ctx, rp.acct, rp.before.ID, rp.actor, rp.reason)
+}
+
+// Start adopts a success reconciliation found, refuses while the outcome
+// is unknown or the payment waits for the customer, and otherwise starts
+// the next authorization attempt on the same payment.
+func (rp *replaying) Start(ctx context.Context, tx Tx, at Reserved) (Started, error) {
+	p, err := tx.PaymentLock(ctx, rp.acct.ID, at.PaymentID)
+	if err != nil {
+		return Started{}, err
+	}
+	switch p.Status {
+	case StatusAuthorized, StatusCaptured:
+		if rp.before.Status.Final() {
+			return Started{}, Errorf(CodeInvalidState, "the payment is already %s", p.Status)
+		}
+		// Reconciliation found the earlier attempt's success: adopt it.
+		return Done(p), tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: at.Now,
+			Actor: rp.actor, Action: "replay.adopted", Reason: rp.reason, Details: map[string]any{"status": string(p.Status)}})
+	case StatusProcessing, StatusUnknown:
+		return Started{}, Errorf(CodeOutcomeUnknown, "the provider outcome of the last attempt is still unknown; no new attempt is made until it is known")
+	case StatusRequiresAction, StatusPending:
+		return Started{}, Errorf(CodeInvalidState, "the payment is %s: the provider accepted it and it waits for the customer", p.Status)
+	case StatusCanceled:
+		return Started{}, Errorf(CodeInvalidState, "the payment is canceled")
+	}
+	return rp.newAttempt(ctx, tx, p, at)
+}
+
+// newAttempt moves a declined or failed payment back to processing with
+// its next authorization attempt.
+func (rp *replaying) newAttempt(ctx context.Context, tx Tx, p *Payment, at Reserved) (Started, error) {
+	last, err := tx.AttemptLatest(ctx, p.ID, OpAuthorize)
+	if err != nil {
+		return Started{}, err
+	}
+	n, err := tx.NextAttemptNumber(ctx, rp.acct.ID, p.OrderID, OpAuthorize)
+	if err != nil {
+		return Started{}, err
+	}
+	// Once under the lock its own release was armed under, once after
+	// the update, which may have waited for another payment to end.
+	if err := checkOrderHeld(ctx, tx, rp.acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
+		return Started{}, err
+	}
+	from := p.Status
+	p.Status, p.Attempt, p.UpdatedAt = StatusProcessing, n, at.Now
+	p.ProviderPaymentID, p.FailureCode, p.FailureMessage, p.AmountCaptured = "", "", "", 0
+	if !CanTransition(from, p.Status) {
+		return Started{}, Errorf(CodeInvalidState, "the payment is %s", from)
+	}
+	// The live-order index refuses this when the order has another
+	// live payment.
+	if err := tx.PaymentUpdate(ctx, p); err != nil {
+		return Started{}, err
+	}
+	if err := checkOrderHeld(ctx, tx, rp.acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
+		return Started{}, err
+	}
+	a, err := rp.s.insertAuthorizeAttempt(ctx, tx, p, at.AttemptID, n, at.Now)
+	if err != nil {
+		return Started{}, err
+	}
+	return Send(p, a), rp.s.changed(ctx, tx, p, "", from, rp.actor, "replay.new_attempt", rp.reason, map[string]any{
+		"attempt_id": a.ID, "provider_key": a.ProviderKey, "replaces_attempt_id": last.ID, "replaces_provider_key": last.ProviderKey})
 }

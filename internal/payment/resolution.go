@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
-	"net/http"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
@@ -38,36 +37,34 @@ var errHeld = Errorf(CodeInvalidState, "the discrepancy is resolved, or another 
 // discrepancy is held for the whole resolution: claimed before any
 // provider call, then held by the refund in flight until it settles, so of
 // two racing resolves exactly one acts. A refund that succeeded resolves
-// it (200); a refused one leaves it open (409 provider_rejected); one in
-// doubt leaves it open and held (202) until the refund is settled.
-func (d *Discrepancies) Resolve(ctx context.Context, key, id string, r ResolveRequest) (idempotency.Response, error) {
+// it (ok); a refused one leaves it open (refused, provider_rejected); one
+// in doubt leaves it open and held (accepted) until the refund is settled.
+func (d *Discrepancies) Resolve(ctx context.Context, key, id string, r ResolveRequest) (idempotency.Answer, error) {
 	switch r.Action {
 	case ResolveAdopt, ResolveRefund, ResolveNote:
 	default:
-		return idempotency.Response{}, fieldError("action", "must be adopt_provider_state, refund or note")
+		return idempotency.Answer{}, fieldError("action", "must be adopt_provider_state, refund or note")
 	}
 	dsc, err := d.store.DiscrepancyGet(ctx, id)
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
 	acct, err := d.accounts.Payer(ctx, dsc.AccountID)
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
-	op := idempotency.OpAdminResolve
-	fp, err := idempotency.Fingerprint(op, struct {
+	k, err := NewKey(acct.ID, idempotency.OpAdminResolve, key, dsc.PaymentID, struct {
 		DiscrepancyID string        `json:"discrepancy_id"`
 		Action        ResolveAction `json:"action"`
 		Actor         string        `json:"actor"`
 		Reason        string        `json:"reason"`
 	}{id, r.Action, r.Actor, r.Reason})
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
-	rs := &resolving{d: d, acct: acct, id: id, paymentID: dsc.PaymentID, req: r, keyHash: idempotency.HashKey(key)}
-	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: rs.keyHash}
-	resp, err := d.s.executeFlow(withReason(withActor(ctx, r.Actor), r.Reason), acct, flow{scope: scope, fp: fp,
-		paymentID: dsc.PaymentID, prepare: rs.prepare, start: rs.start, render: rs.render, current: rs.current})
+	rs := &resolving{answerResolution: answerResolution{s: d.s, id: id}, d: d, acct: acct,
+		paymentID: dsc.PaymentID, req: r, keyHash: k.Scope.KeyHash}
+	ans, err := d.s.Execute(withReason(withActor(ctx, r.Actor), r.Reason), acct, k, rs)
 	if err != nil && rs.claimed {
 		// Nothing was started: another resolve may act at once, not only
 		// once the claim has lapsed. A started refund already ended it.
@@ -76,14 +73,14 @@ func (d *Discrepancies) Resolve(ctx context.Context, key, id string, r ResolveRe
 				slog.String("error", rerr.Error()))
 		}
 	}
-	return resp, err
+	return ans, err
 }
 
-// resolving is one resolve request on its way through the flow.
+// resolving is one resolve request on the money path.
 type resolving struct {
+	answerResolution
 	d         *Discrepancies
 	acct      Account
-	id        string
 	paymentID string
 	req       ResolveRequest
 	keyHash   []byte
@@ -92,9 +89,13 @@ type resolving struct {
 	claimed   bool
 }
 
-// prepare claims the discrepancy, then asks the provider what start needs:
+// Prepare claims the discrepancy, then asks the provider what Start needs:
 // a discrepancy another resolve holds gets 409 before any provider call.
-func (rs *resolving) prepare(ctx context.Context) error {
+// A key being recovered has its refund in flight already.
+func (rs *resolving) Prepare(ctx context.Context, recovering bool) error {
+	if recovering {
+		return nil
+	}
 	s := rs.d.s
 	now := s.clock()
 	if _, err := rs.d.store.DiscrepancyClaim(ctx, rs.id, rs.keyHash, now.Add(s.lease), now); errors.Is(err, ErrNotFound) {
@@ -121,51 +122,52 @@ func (rs *resolving) prepare(ctx context.Context) error {
 	return nil
 }
 
-// start runs in the transaction that reserves the key: under the
-// payment's and the discrepancy's locks it checks that this resolve still holds it, then acts.
-// A refund is only started here; note and adopt complete at once.
-func (rs *resolving) start(ctx context.Context, tx Tx, now time.Time, paymentID, attemptID string) (*Payment, *Attempt, error) {
+// Start runs in the transaction that reserves the key: under the
+// payment's and the discrepancy's locks it checks that this resolve still
+// holds it, then acts. A refund is only started here; note and adopt
+// complete at once.
+func (rs *resolving) Start(ctx context.Context, tx Tx, at Reserved) (Started, error) {
 	dtx, ok := tx.(DiscrepancyTx)
 	if !ok {
-		return nil, nil, errors.New("payment: the store cannot resolve discrepancies")
+		return Started{}, errors.New("payment: the store cannot resolve discrepancies")
 	}
 	// Lock order everywhere: key, payment, discrepancy (as settling a
 	// refund takes them).
-	p, err := tx.PaymentLock(ctx, rs.acct.ID, paymentID)
+	p, err := tx.PaymentLock(ctx, rs.acct.ID, at.PaymentID)
 	if err != nil {
-		return nil, nil, err
+		return Started{}, err
 	}
 	cur, err := dtx.DiscrepancyLock(ctx, rs.id)
 	if err != nil {
-		return nil, nil, err
+		return Started{}, err
 	}
-	claimedByOther := cur.ClaimedUntil != nil && now.Before(*cur.ClaimedUntil) && !bytes.Equal(cur.ClaimKeyHash, rs.keyHash)
+	claimedByOther := cur.ClaimedUntil != nil && at.Now.Before(*cur.ClaimedUntil) && !bytes.Equal(cur.ClaimKeyHash, rs.keyHash)
 	if cur.Status != DiscrepancyOpen || cur.Held() || claimedByOther {
-		return nil, nil, errHeld
+		return Started{}, errHeld
 	}
 	if rs.req.Action != ResolveNote && !rs.asked {
-		return nil, nil, Errorf(CodeUnavailable, "the resolution was not prepared; retry")
+		return Started{}, Errorf(CodeUnavailable, "the resolution was not prepared; retry")
 	}
 	details := map[string]any{"discrepancy_id": cur.ID, "kind": string(cur.Kind), "resolution": string(rs.req.Action)}
 	switch rs.req.Action {
 	case ResolveRefund:
-		a, err := rs.startRefund(ctx, tx, dtx, p, cur, attemptID, details, now)
-		return p, a, err
+		a, err := rs.startRefund(ctx, tx, dtx, p, cur, at.AttemptID, details, at.Now)
+		return Send(p, a), err
 	case ResolveAdopt:
-		err := rs.d.adopt(ctx, tx, p, cur.Kind, rs.st, rs.req, details, now)
+		err := rs.d.adopt(ctx, tx, p, cur.Kind, rs.st, rs.req, details, at.Now)
 		if errors.Is(err, ErrLiveOrderConflict) {
-			return nil, nil, Errorf(CodeInvalidState, "the order has another live payment; the provider's state cannot be adopted")
+			return Started{}, Errorf(CodeInvalidState, "the order has another live payment; the provider's state cannot be adopted")
 		}
 		if err != nil {
-			return nil, nil, err
+			return Started{}, err
 		}
 	}
-	if err := tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now,
+	if err := tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: at.Now,
 		Actor: rs.req.Actor, Action: "discrepancy.resolved", Reason: rs.req.Reason, Details: details}); err != nil {
-		return nil, nil, err
+		return Started{}, err
 	}
-	_, err = dtx.DiscrepancyResolve(ctx, rs.id, rs.req.Actor, rs.req.Action, now)
-	return p, nil, err
+	_, err = dtx.DiscrepancyResolve(ctx, rs.id, rs.req.Actor, rs.req.Action, at.Now)
+	return Done(p), err
 }
 
 // startRefund writes the refund of what the provider still holds, on the
@@ -195,28 +197,29 @@ func (rs *resolving) startRefund(ctx context.Context, tx Tx, dtx DiscrepancyTx, 
 		Actor: rs.req.Actor, Action: "discrepancy.refund_requested", Reason: rs.req.Reason, Details: details})
 }
 
-// render answers with the discrepancy.
-func (rs *resolving) render(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Response, error) {
-	return rs.d.s.renderResolution(ctx, tx, p, a, rs.id)
+// answerResolution answers a resolve with its discrepancy (found by the
+// attempt's refund when id is ""): ok once resolved, accepted while its
+// refund is in doubt, refused with provider_rejected when the provider
+// refused it.
+type answerResolution struct {
+	s  *Service
+	id string
 }
 
-// renderResolution answers a resolve with its discrepancy (found by the
-// attempt's refund when id is ""): 200 once resolved, 202 while its refund
-// is in doubt, 409 provider_rejected when the provider refused it.
-func (s *Service) renderResolution(ctx context.Context, tx Tx, p *Payment, a *Attempt, id string) (idempotency.Response, error) {
+func (ar answerResolution) Answer(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Answer, error) {
 	if a != nil && a.Status == AttemptFailed {
-		return s.respond(ctx, tx, p, a)
+		return ar.s.respond(ctx, tx, p, a)
 	}
 	dtx, ok := tx.(DiscrepancyTx)
 	if !ok {
-		return idempotency.Response{}, errors.New("payment: the store cannot resolve discrepancies")
+		return idempotency.Answer{}, errors.New("payment: the store cannot resolve discrepancies")
 	}
 	var (
 		cur *Discrepancy
 		err error
 	)
-	if id != "" {
-		cur, err = dtx.DiscrepancyLock(ctx, id)
+	if ar.id != "" {
+		cur, err = dtx.DiscrepancyLock(ctx, ar.id)
 	} else if a != nil {
 		var r *Refund
 		if r, err = tx.RefundByAttempt(ctx, a.ID); err == nil {
@@ -226,25 +229,21 @@ func (s *Service) renderResolution(ctx context.Context, tx Tx, p *Payment, a *At
 		err = errors.New("payment: a resolve's answer needs its discrepancy")
 	}
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
-	status := http.StatusOK
-	if a != nil && !a.Status.Resolved() {
-		status = http.StatusAccepted
-	}
-	body, err := json.Marshal(cur)
-	return idempotency.Response{Status: status, Body: body}, err
+	return answerJSON(knownOr(a, idempotency.KindOK), cur)
 }
 
-// current answers a key whose stored response was purged: the discrepancy
-// as it is now.
-func (rs *resolving) current(ctx context.Context, _ idempotency.Record) (idempotency.Response, error) {
+// AnswerPurged answers a key whose stored answer was purged: the
+// discrepancy as it is now.
+func (rs *resolving) AnswerPurged(ctx context.Context, _ idempotency.Record) (idempotency.Answer, error) {
 	cur, err := rs.d.store.DiscrepancyGet(ctx, rs.id)
 	if err != nil {
-		return idempotency.Response{}, err
+		return idempotency.Answer{}, err
 	}
-	body, err := json.Marshal(cur)
-	return idempotency.Response{Status: http.StatusOK, Body: body, Replayed: true}, err
+	ans, err := answerJSON(idempotency.KindOK, cur)
+	ans.Replayed = true
+	return ans, err
 }
 
 // settleDiscrepancy carries a refund's outcome to the discrepancy it was

@@ -97,7 +97,7 @@ type Tx interface {
 	KeyLock(ctx context.Context, s idempotency.Scope) (idempotency.Record, error)
 	KeyTakeLease(ctx context.Context, id int64, until, now time.Time) error
 	KeyMarkUnknown(ctx context.Context, id int64, now time.Time) error
-	KeyComplete(ctx context.Context, id int64, status int, body []byte, now time.Time) error
+	KeyComplete(ctx context.Context, id int64, ans idempotency.Answer, now time.Time) error
 	// KeyDetachAttempt clears the attempt a key was reserved for, when its
 	// request completed without starting one.
 	KeyDetachAttempt(ctx context.Context, id int64) error

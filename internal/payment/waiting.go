@@ -160,7 +160,7 @@ func (s *Service) expire(ctx context.Context, acct Account, paymentID, actor str
 	}
 	out := s.call(ctx, acct, p, a, false)
 	var st Status
-	err = s.settle(ctx, a, func(ctx context.Context, tx Tx) error {
+	err = s.settleAttempt(ctx, a, func(ctx context.Context, tx Tx) error {
 		p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
 		if err != nil {
 			return err

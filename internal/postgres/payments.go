@@ -118,10 +118,10 @@ func (t *paymentTx) KeyMarkUnknown(ctx context.Context, id int64, now time.Time)
 	return translate(t.q.IdempotencyKeyMarkUnknown(ctx, dbsqlc.IdempotencyKeyMarkUnknownParams{ID: id, Now: now}))
 }
 
-func (t *paymentTx) KeyComplete(ctx context.Context, id int64, status int, body []byte, now time.Time) error {
-	st := int32(status)
+func (t *paymentTx) KeyComplete(ctx context.Context, id int64, ans idempotency.Answer, now time.Time) error {
+	kind, st := string(ans.Kind), legacyStatus(ans.Kind)
 	return translate(t.q.IdempotencyKeyComplete(ctx, dbsqlc.IdempotencyKeyCompleteParams{
-		ID: id, ResponseStatus: &st, ResponseBody: body, Now: &now}))
+		ID: id, ResponseKind: &kind, ResponseStatus: &st, ResponseBody: ans.Body, Now: &now}))
 }
 
 func (t *paymentTx) KeyDetachAttempt(ctx context.Context, id int64) error {
@@ -287,10 +287,42 @@ func keyFromRow(r dbsqlc.IdempotencyKey) idempotency.Record {
 		ResponseBody: r.ResponseBody, PaymentID: deref(r.PaymentID), AttemptID: deref(r.AttemptID),
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, Purged: r.PurgedAt != nil,
 	}
-	if r.ResponseStatus != nil {
-		rec.ResponseStatus = int(*r.ResponseStatus)
+	switch {
+	case r.ResponseKind != nil:
+		rec.ResponseKind = idempotency.Kind(*r.ResponseKind)
+	case r.ResponseStatus != nil:
+		rec.ResponseKind = kindOfLegacyStatus(*r.ResponseStatus)
 	}
 	return rec
+}
+
+// legacyStatus is the response_status the release before the answer kind
+// reads: the HTTP status the kind stood for. For a refusal it only needs a
+// status of 400 or more; the stored error's code picks the real one.
+func legacyStatus(k idempotency.Kind) int32 {
+	switch k {
+	case idempotency.KindCreated:
+		return 201
+	case idempotency.KindAccepted:
+		return 202
+	case idempotency.KindRefused:
+		return 409
+	}
+	return 200
+}
+
+// kindOfLegacyStatus reads an answer stored before its kind was: by the
+// status it was stored with.
+func kindOfLegacyStatus(st int32) idempotency.Kind {
+	switch {
+	case st >= 400:
+		return idempotency.KindRefused
+	case st == 201:
+		return idempotency.KindCreated
+	case st == 202:
+		return idempotency.KindAccepted
+	}
+	return idempotency.KindOK
 }
 
 func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {

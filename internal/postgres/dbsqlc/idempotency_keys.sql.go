@@ -12,12 +12,13 @@ import (
 
 const idempotencyKeyComplete = `-- name: IdempotencyKeyComplete :exec
 UPDATE idempotency_keys
-SET state = 'completed', lease_expires_at = NULL, response_status = $1,
-    response_body = $2, completed_at = $3, updated_at = $3
-WHERE id = $4
+SET state = 'completed', lease_expires_at = NULL, response_kind = $1, response_status = $2,
+    response_body = $3, completed_at = $4, updated_at = $4
+WHERE id = $5
 `
 
 type IdempotencyKeyCompleteParams struct {
+	ResponseKind   *string
 	ResponseStatus *int32
 	ResponseBody   []byte
 	Now            *time.Time
@@ -26,6 +27,7 @@ type IdempotencyKeyCompleteParams struct {
 
 func (q *Queries) IdempotencyKeyComplete(ctx context.Context, arg IdempotencyKeyCompleteParams) error {
 	_, err := q.db.Exec(ctx, idempotencyKeyComplete,
+		arg.ResponseKind,
 		arg.ResponseStatus,
 		arg.ResponseBody,
 		arg.Now,
@@ -47,7 +49,7 @@ func (q *Queries) IdempotencyKeyDetachAttempt(ctx context.Context, id int64) err
 }
 
 const idempotencyKeyGet = `-- name: IdempotencyKeyGet :one
-SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at FROM idempotency_keys
+SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key_hash = $3
 `
 
@@ -76,12 +78,13 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetPa
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.PurgedAt,
+		&i.ResponseKind,
 	)
 	return i, err
 }
 
 const idempotencyKeyGetByAttemptForUpdate = `-- name: IdempotencyKeyGetByAttemptForUpdate :one
-SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at FROM idempotency_keys WHERE attempt_id = $1 FOR UPDATE
+SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind FROM idempotency_keys WHERE attempt_id = $1 FOR UPDATE
 `
 
 func (q *Queries) IdempotencyKeyGetByAttemptForUpdate(ctx context.Context, attemptID *string) (IdempotencyKey, error) {
@@ -103,12 +106,13 @@ func (q *Queries) IdempotencyKeyGetByAttemptForUpdate(ctx context.Context, attem
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.PurgedAt,
+		&i.ResponseKind,
 	)
 	return i, err
 }
 
 const idempotencyKeyGetForUpdate = `-- name: IdempotencyKeyGetForUpdate :one
-SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at FROM idempotency_keys
+SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key_hash = $3
 FOR UPDATE
 `
@@ -138,6 +142,7 @@ func (q *Queries) IdempotencyKeyGetForUpdate(ctx context.Context, arg Idempotenc
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.PurgedAt,
+		&i.ResponseKind,
 	)
 	return i, err
 }
@@ -164,7 +169,7 @@ INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, stat
 VALUES ($1, $2, $3, $4, 'in_progress', $5,
         $6, $7, $8, $8)
 ON CONFLICT (account_id, operation, key_hash) DO NOTHING
-RETURNING id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at
+RETURNING id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind
 `
 
 type IdempotencyKeyReserveParams struct {
@@ -208,6 +213,7 @@ func (q *Queries) IdempotencyKeyReserve(ctx context.Context, arg IdempotencyKeyR
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.PurgedAt,
+		&i.ResponseKind,
 	)
 	return i, err
 }

@@ -125,6 +125,7 @@ type IdempotencyKey struct {
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
 	PurgedAt       *time.Time
+	ResponseKind   *string
 }
 
 type Payment struct {

@@ -40,7 +40,7 @@ func (q *Queries) IdempotencyKeyDeleteTombstones(ctx context.Context, arg Idempo
 
 const idempotencyKeyPurgeResponses = `-- name: IdempotencyKeyPurgeResponses :execrows
 UPDATE idempotency_keys
-SET response_status = NULL, response_body = NULL, purged_at = $1::timestamptz, updated_at = $1::timestamptz
+SET response_kind = NULL, response_status = NULL, response_body = NULL, purged_at = $1::timestamptz, updated_at = $1::timestamptz
 WHERE id = ANY(ARRAY(
     SELECT k.id FROM idempotency_keys k
     WHERE k.state = 'completed'

@@ -29,7 +29,7 @@ WHERE id = @id AND state <> 'completed';
 
 -- name: IdempotencyKeyComplete :exec
 UPDATE idempotency_keys
-SET state = 'completed', lease_expires_at = NULL, response_status = @response_status,
+SET state = 'completed', lease_expires_at = NULL, response_kind = @response_kind, response_status = @response_status,
     response_body = @response_body, completed_at = @now, updated_at = @now
 WHERE id = @id;
 

@@ -8,7 +8,7 @@
 -- which cannot see the LIMIT and would otherwise scan the whole table.
 -- name: IdempotencyKeyPurgeResponses :execrows
 UPDATE idempotency_keys
-SET response_status = NULL, response_body = NULL, purged_at = @now::timestamptz, updated_at = @now::timestamptz
+SET response_kind = NULL, response_status = NULL, response_body = NULL, purged_at = @now::timestamptz, updated_at = @now::timestamptz
 WHERE id = ANY(ARRAY(
     SELECT k.id FROM idempotency_keys k
     WHERE k.state = 'completed'

@@ -1,0 +1,383 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/acmepay/payments/internal/idempotency"
+)
+
+// The money path. Every mutation of a payment (create, capture, cancel,
+// refund, an operator's replay or resolution) takes the same three steps,
+// each a function with a typed result:
+//
+//	reserve       transaction 1: the client key and the attempt it refers to
+//	callProvider  no transaction: the provider, with the attempt's derived key
+//	settle        transaction 2: the outcome, the payment and the stored answer
+//
+// Execute runs them in order; a key that already has its answer is answered
+// before any of them.
+
+// Key is the client key a mutation runs under: scoped per account and
+// operation, bound to the fingerprint of the normalized request.
+type Key struct {
+	Scope       idempotency.Scope
+	Fingerprint []byte
+	// PaymentID is the payment the mutation is about; for a create, the id
+	// the new payment will have.
+	PaymentID string
+}
+
+// NewKey scopes a client key and binds it to the normalized request.
+func NewKey(accountID, operation, key, paymentID string, normalized any) (Key, error) {
+	fp, err := idempotency.Fingerprint(operation, normalized)
+	if err != nil {
+		return Key{}, err
+	}
+	scope := idempotency.Scope{AccountID: accountID, Operation: operation, KeyHash: idempotency.HashKey(key)}
+	return Key{Scope: scope, Fingerprint: fp, PaymentID: paymentID}, nil
+}
+
+// Mutation is what one kind of change does in the money path's steps.
+type Mutation interface {
+	// Start runs in transaction 1, under the key it has just reserved: it
+	// checks the payment's state under its lock and writes the attempt to
+	// send, or completes the change without one.
+	Start(ctx context.Context, tx Tx, r Reserved) (Started, error)
+	// Answer renders the key's answer from the payment's current state, in
+	// the transaction that completes the key. a is the attempt the key
+	// refers to; nil when the change needed no provider call.
+	Answer(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Answer, error)
+}
+
+// Preparer is a Mutation that must learn something before its key is
+// reserved, outside any transaction. recovering: the key exists and its
+// attempt is about to be recovered, not started.
+type Preparer interface {
+	Prepare(ctx context.Context, recovering bool) error
+}
+
+// PurgedAnswerer is a Mutation whose answer, once purged by retention, is
+// not the payment as it is now.
+type PurgedAnswerer interface {
+	AnswerPurged(ctx context.Context, rec idempotency.Record) (idempotency.Answer, error)
+}
+
+// aheadReader is a Mutation whose Start makes reads the store can pipeline
+// with the key's reservation.
+type aheadReader interface{ ahead() ReadAhead }
+
+// Reserved is what Start is given: the time of transaction 1 and the ids
+// reserved with the key.
+type Reserved struct {
+	Now       time.Time
+	PaymentID string
+	AttemptID string
+}
+
+// StartKind says what transaction 1 of a new key did.
+type StartKind int
+
+const (
+	// StartSend: the attempt is written; the provider is to be called.
+	StartSend StartKind = iota + 1
+	// StartDone: the change is complete without a provider call; the key
+	// completes at once with its answer.
+	StartDone
+)
+
+// Started is the result of Start.
+type Started struct {
+	Kind    StartKind
+	Payment *Payment
+	Attempt *Attempt
+}
+
+// Send starts an attempt: the provider is called with it next.
+func Send(p *Payment, a *Attempt) Started { return Started{Kind: StartSend, Payment: p, Attempt: a} }
+
+// Done completes a change that needs no provider call.
+func Done(p *Payment) Started { return Started{Kind: StartDone, Payment: p} }
+
+// Execute runs a mutation under its client key: reserve, callProvider,
+// settle. A known key is answered from what it stored, or recovered: its
+// attempt is taken over, never started again.
+func (s *Service) Execute(ctx context.Context, acct Account, k Key, m Mutation) (idempotency.Answer, error) {
+	recovering := false
+	rec, err := s.store.KeyGet(ctx, k.Scope)
+	switch {
+	case err == nil:
+		d := idempotency.Decide(rec, k.Fingerprint, s.clock())
+		if d != idempotency.Recover {
+			return s.answerKnown(ctx, rec, d, m)
+		}
+		recovering = true
+	case !errors.Is(err, ErrNotFound):
+		return idempotency.Answer{}, err
+	}
+	if p, ok := m.(Preparer); ok {
+		if err := p.Prepare(ctx, recovering); err != nil {
+			return idempotency.Answer{}, err
+		}
+	}
+	r, err := s.reserve(ctx, k, m)
+	if err != nil {
+		return idempotency.Answer{}, err
+	}
+	switch r.kind {
+	case reservedKnown:
+		return s.answerKnown(ctx, r.record, r.decision, m)
+	case reservedAnswered:
+		s.metrics.Idempotency(k.Scope.Operation, "replayed")
+		return r.answer, nil
+	}
+	s.metrics.Idempotency(k.Scope.Operation, r.work.metric())
+	out := s.callProvider(ctx, acct, r.work)
+	st, err := s.settle(ctx, acct, r.work, out)
+	if err != nil {
+		return idempotency.Answer{}, err
+	}
+	s.sendReleases(ctx, acct, st.payment, r.work.actor)
+	return st.answer, nil
+}
+
+// work is a provider call this request owns: the key's lease is held.
+type work struct {
+	scope     idempotency.Scope
+	payment   *Payment
+	attempt   *Attempt
+	recovered bool
+	mutation  Mutation
+	actor     string
+}
+
+func (w work) metric() string {
+	if w.recovered {
+		return "recovered"
+	}
+	return "new"
+}
+
+// reservedKind says what transaction 1 decided.
+type reservedKind int
+
+const (
+	// reservedOwned: this request owns an attempt to send (work).
+	reservedOwned reservedKind = iota + 1
+	// reservedAnswered: the key completed in the transaction (answer).
+	reservedAnswered
+	// reservedKnown: another request reserved the key first; answer from
+	// its record and decision.
+	reservedKnown
+)
+
+// reserved is the result of reserve.
+type reserved struct {
+	kind     reservedKind
+	work     work
+	answer   idempotency.Answer
+	record   idempotency.Record
+	decision idempotency.Decision
+}
+
+// reserve is transaction 1: it reserves the key under its unique constraint
+// and starts the attempt, or takes over the attempt of a key whose holder
+// died or whose outcome is unknown. A crash right after it leaves the key
+// in progress under its lease and the attempt processing: a retry after the
+// lease, or the reconciler, recovers that attempt with the same provider key.
+func (s *Service) reserve(ctx context.Context, k Key, m Mutation) (reserved, error) {
+	for try := 0; ; try++ {
+		r, err := inTx(ctx, s.store, func(tx Tx) (reserved, error) { return s.reserveTx(ctx, tx, k, m) })
+		if errors.Is(err, ErrAttemptNumberTaken) && try < 3 {
+			continue // a concurrent transaction took the attempt number
+		}
+		return r, err
+	}
+}
+
+func (s *Service) reserveTx(ctx context.Context, tx Tx, k Key, m Mutation) (reserved, error) {
+	at := Reserved{Now: s.clock(), PaymentID: k.PaymentID, AttemptID: s.newID("att")}
+	if ar, ok := m.(aheadReader); ok {
+		tx.ReadAhead(ar.ahead())
+	}
+	keyID, ok, err := tx.KeyReserve(ctx, Reservation{Scope: k.Scope, Fingerprint: k.Fingerprint,
+		LeaseUntil: at.Now.Add(s.lease), PaymentID: k.PaymentID, AttemptID: at.AttemptID, Now: at.Now})
+	if err != nil {
+		return reserved{}, err
+	}
+	if !ok {
+		return s.takeOver(ctx, tx, k, m, at.Now)
+	}
+	st, err := m.Start(ctx, tx, at)
+	if err != nil {
+		return reserved{}, err
+	}
+	if st.Kind == StartSend {
+		return reserved{kind: reservedOwned, work: work{scope: k.Scope, payment: st.Payment, attempt: st.Attempt,
+			mutation: m, actor: actorOf(ctx)}}, nil
+	}
+	// The attempt id reserved with the key was never written.
+	if err := tx.KeyDetachAttempt(ctx, keyID); err != nil {
+		return reserved{}, err
+	}
+	ans, err := m.Answer(ctx, tx, st.Payment, nil)
+	if err != nil {
+		return reserved{}, err
+	}
+	return reserved{kind: reservedAnswered, answer: ans}, tx.KeyComplete(ctx, keyID, ans, at.Now)
+}
+
+// takeOver handles a key another request reserved first. Unless it is to be
+// recovered, it is answered from its record. Recovering never starts a new
+// attempt: it takes over the one the key refers to. When that outcome
+// became known meanwhile (reconciler, webhook), the key completes with the
+// current state; while the reconciler holds the attempt, the caller is told
+// to retry.
+func (s *Service) takeOver(ctx context.Context, tx Tx, k Key, m Mutation, now time.Time) (reserved, error) {
+	rec, err := tx.KeyLock(ctx, k.Scope)
+	if err != nil {
+		return reserved{}, err
+	}
+	if d := idempotency.Decide(rec, k.Fingerprint, now); d != idempotency.Recover {
+		return reserved{kind: reservedKnown, record: rec, decision: d}, nil
+	}
+	p, err := tx.PaymentLock(ctx, rec.Scope.AccountID, rec.PaymentID)
+	if err != nil {
+		return reserved{}, err
+	}
+	a, err := tx.AttemptGet(ctx, rec.AttemptID)
+	if err != nil {
+		return reserved{}, err
+	}
+	if a.Status.Answered() {
+		ans, err := m.Answer(ctx, tx, p, a)
+		if err != nil {
+			return reserved{}, err
+		}
+		return reserved{kind: reservedAnswered, answer: ans}, tx.KeyComplete(ctx, rec.ID, ans, now)
+	}
+	if a.LeaseExpiresAt != nil && now.Before(*a.LeaseExpiresAt) {
+		return reserved{}, errInUse
+	}
+	until := now.Add(s.lease)
+	if err := tx.KeyTakeLease(ctx, rec.ID, until, now); err != nil {
+		return reserved{}, err
+	}
+	if err := tx.AttemptSetLease(ctx, a.ID, until, now); err != nil {
+		return reserved{}, err
+	}
+	a.LeaseExpiresAt = &until
+	return reserved{kind: reservedOwned, work: work{scope: rec.Scope, payment: p, attempt: a, recovered: true,
+		mutation: m, actor: actorOf(ctx)}}, nil
+}
+
+// callProvider is the provider call, outside any transaction, with the
+// attempt's derived key; a recovery asks before it re-sends (see call). A
+// crash during or right after it leaves what reserve left, and the outcome
+// with the provider alone: recovery re-sends the same key, which the
+// provider replays, or looks the object up once the key may be forgotten.
+func (s *Service) callProvider(ctx context.Context, acct Account, w work) outcome {
+	return s.call(ctx, acct, w.payment, w.attempt, w.recovered)
+}
+
+// settled is the result of settle.
+type settled struct {
+	answer idempotency.Answer
+	// payment as recorded; nil when another owner completed the key first.
+	payment *Payment
+}
+
+// settle is transaction 2: it records the outcome on the attempt and the
+// payment and stores the key's answer (or marks the key unknown while the
+// outcome is). A crash right after it, before the answer reaches the
+// client, leaves a completed key that the client's retry replays byte for
+// byte; an unknown one is recovered by the retry or the reconciler.
+func (s *Service) settle(ctx context.Context, acct Account, w work, out outcome) (settled, error) {
+	return settleTx(ctx, s, w.attempt, func(ctx context.Context, tx Tx) (settled, error) {
+		now := s.clock()
+		// Lock order everywhere: key, then payment. The payment and the
+		// attempt (read by record) travel with the key.
+		tx.ReadAhead(ReadAhead{LockPayment: &PaymentRef{AccountID: acct.ID, ID: w.payment.ID}, Attempt: w.attempt.ID})
+		rec, err := tx.KeyLock(ctx, w.scope)
+		if err != nil {
+			return settled{}, err
+		}
+		p, err := tx.PaymentLock(ctx, acct.ID, w.payment.ID)
+		if err != nil {
+			return settled{}, err
+		}
+		if rec.State == idempotency.StateCompleted {
+			// A concurrent owner (after a lease takeover, or the reconciler)
+			// finished first with the same provider key.
+			return settled{answer: idempotency.Answer{Kind: rec.ResponseKind, Body: rec.ResponseBody}}, nil
+		}
+		a, err := s.record(ctx, tx, p, w.attempt.ID, out, w.actor, now)
+		if err != nil {
+			return settled{}, err
+		}
+		ans, err := w.mutation.Answer(ctx, tx, p, a)
+		if err != nil {
+			return settled{}, err
+		}
+		if a.Status.Answered() {
+			err = tx.KeyComplete(ctx, rec.ID, ans, now)
+		} else {
+			err = tx.KeyMarkUnknown(ctx, rec.ID, now)
+		}
+		return settled{answer: ans, payment: p}, err
+	})
+}
+
+// settleTries bounds how often the transaction that records a provider's
+// answer is tried.
+const settleTries = 3
+
+// settleTx runs a transaction that records a provider's answer: even if the
+// client has gone away, each try bounded by the settle timeout so a stalled
+// database cannot hold the request for ever, and retried before giving up.
+// When every try fails the answer is not lost for good: the attempt's lease
+// expires and recovery asks the provider again with the same key.
+func settleTx[T any](ctx context.Context, s *Service, a *Attempt, fn func(ctx context.Context, tx Tx) (T, error)) (T, error) {
+	base := context.WithoutCancel(ctx)
+	var (
+		v   T
+		err error
+	)
+	for try := 1; ; try++ {
+		tctx, cancel := context.WithTimeout(base, s.settleTimeout)
+		v, err = inTx(tctx, s.store, func(tx Tx) (T, error) { return fn(tctx, tx) })
+		cancel()
+		var domain *Error
+		if err == nil || errors.As(err, &domain) || try == settleTries {
+			break
+		}
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "provider answer not recorded; recovery will ask the provider again with the same key",
+			slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID), slog.String("error", err.Error()))
+	}
+	return v, err
+}
+
+// inTx runs fn in one transaction and returns its result once committed.
+func inTx[T any](ctx context.Context, st Store, fn func(Tx) (T, error)) (T, error) {
+	var v T
+	err := st.WithTx(ctx, func(tx Tx) (err error) {
+		v, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// settleAttempt is settleTx for a transaction with no result.
+func (s *Service) settleAttempt(ctx context.Context, a *Attempt, fn func(ctx context.Context, tx Tx) error) error {
+	_, err := settleTx(ctx, s, a, func(ctx context.Context, tx Tx) (struct{}, error) { return struct{}{}, fn(ctx, tx) })
+	return err
+}
