@@ -153,6 +153,35 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// runner is the state the phases of one run share.
+type runner struct {
+	cfg Config
+	rep *Report
+	say func(format string, args ...any)
+
+	logDir              string
+	paymentsBin, simBin string
+	pg                  *privatePostgres // nil unless the run has a private cluster
+	dbURL               string
+	procs               []*proc
+	sim                 *proc
+	keys                keySettings
+	baseEnv             []string // of every payments process
+	secretKey, whsec    string
+	acctID, apiKey      string
+	replicas            []*proc
+	urls                []string
+	shop                *merchant
+	ctl                 *http.Client
+	fleet               *fleet
+	hooks               *webhooks
+	creds               *rotation
+
+	kills, restarts, pgRestarts atomic.Int64
+	fatalMu                     sync.Mutex
+	fatal                       error
+}
+
 // Run performs one chaos run and returns its figures. The error is for a
 // run that could not be carried out; invariant breaches are in the Report.
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
@@ -160,6 +189,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	out := cfg.Out
 	say := func(format string, args ...any) { fmt.Fprintf(out, "chaos: "+format+"\n", args...) }
 	rep = &Report{Seed: cfg.Seed, Duration: cfg.Duration, Replicas: cfg.Replicas, Clients: cfg.Clients}
+	r := &runner{cfg: cfg, rep: rep, say: say}
 
 	root, err := moduleRoot()
 	if err != nil {
@@ -177,383 +207,492 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 		os.RemoveAll(work)
 	}()
-	binDir, logDir := filepath.Join(work, "bin"), filepath.Join(work, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
+	if err := r.build(ctx, root, work); err != nil {
 		return nil, err
 	}
-	say("seed %d, %s, %d replicas, %d clients; building the binaries", cfg.Seed, cfg.Duration, cfg.Replicas, cfg.Clients)
-	if err := buildBinaries(ctx, root, binDir); err != nil {
-		return nil, err
-	}
-	paymentsBin, simBin := filepath.Join(binDir, "payments"), filepath.Join(binDir, "providersim")
 
 	// The database server, and whether this run may restart it.
-	server, pg, stopServer, err := setupServer(ctx, cfg, rep, root, work, logDir, say)
+	server, pg, stopServer, err := setupServer(ctx, cfg, rep, root, work, r.logDir, say)
 	defer stopServer()
 	if err != nil {
 		return nil, err
 	}
-	if rep.Xid.Start, err = pgxid.Current(ctx, server); err != nil {
+	r.pg = pg
+	dropDB, err := r.createDatabase(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	defer dropDB()
+
+	defer r.stopProcs()
+	if err := r.startSimulator(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.startService(ctx); err != nil {
+		return nil, err
+	}
+
+	// The merchant's webhook endpoint, before any event.
+	if r.shop, err = startMerchant(); err != nil {
+		return nil, err
+	}
+	defer r.shop.close()
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
+	}
+
+	deliverCtx, stopDeliver := context.WithCancel(ctx)
+	defer stopDeliver()
+	deliverDone, err := r.drive(ctx, deliverCtx)
+	if err != nil {
+		return rep, err
+	}
+	if err := r.settle(ctx, stopDeliver, deliverDone); err != nil {
+		return rep, err
+	}
+	feed, got, bad, err := r.awaitFeed(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if err := r.figures(ctx, server, feed, got, bad); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// build makes the work directory's log directory and builds the binaries.
+func (r *runner) build(ctx context.Context, root, work string) error {
+	binDir := filepath.Join(work, "bin")
+	r.logDir = filepath.Join(work, "logs")
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
+		return err
+	}
+	cfg := r.cfg
+	r.say("seed %d, %s, %d replicas, %d clients; building the binaries", cfg.Seed, cfg.Duration, cfg.Replicas, cfg.Clients)
+	if err := buildBinaries(ctx, root, binDir); err != nil {
+		return err
+	}
+	r.paymentsBin, r.simBin = filepath.Join(binDir, "payments"), filepath.Join(binDir, "providersim")
+	return nil
+}
+
+// createDatabase notes the server's xid8 and creates the run's database;
+// the returned func drops it again unless the run keeps it.
+func (r *runner) createDatabase(ctx context.Context, server string) (drop func(), err error) {
+	if r.rep.Xid.Start, err = pgxid.Current(ctx, server); err != nil {
 		return nil, err
 	}
 	dbName, dbURL, err := createDatabase(ctx, server)
 	if err != nil {
 		return nil, err
 	}
-	rep.Database = dbName
-	defer func() {
-		if cfg.Keep {
-			say("database %s kept (%s)", dbName, dbURL)
+	r.rep.Database, r.dbURL = dbName, dbURL
+	drop = func() {
+		if r.cfg.Keep {
+			r.say("database %s kept (%s)", dbName, dbURL)
 			return
 		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if derr := dropDatabase(dctx, server, dbName); derr != nil {
-			say("drop database %s: %v", dbName, derr)
+			r.say("drop database %s: %v", dbName, derr)
 		}
-	}()
-	say("database %s created", dbName)
-
-	openLog := func(name string) (*os.File, error) {
-		return os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	}
-	var procs []*proc
-	defer func() {
-		for _, p := range procs {
-			p.stop()
-			p.log.Close()
-		}
-	}()
+	r.say("database %s created", dbName)
+	return drop, nil
+}
 
-	// The simulator.
+func (r *runner) openLog(name string) (*os.File, error) {
+	return os.OpenFile(filepath.Join(r.logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// stopProcs stops every process the run started and closes its log.
+func (r *runner) stopProcs() {
+	for _, p := range r.procs {
+		p.stop()
+		p.log.Close()
+	}
+}
+
+// startSimulator starts the provider simulator with the run's key retention.
+func (r *runner) startSimulator(ctx context.Context) error {
 	simAddr, err := freeAddr()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	simLog, err := openLog("providersim")
+	simLog, err := r.openLog("providersim")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	keys := keysFor(providerTimeout, cfg.KeyWindow)
-	sim := &proc{name: "providersim", bin: simBin, addr: simAddr, health: "/_sim/stats", log: simLog,
-		env: []string{"PROVIDERSIM_ADDR=" + simAddr, "PROVIDERSIM_KEY_RETENTION=" + keys.Retention.String()}}
-	procs = append(procs, sim)
-	if err := sim.start(ctx); err != nil {
-		return nil, err
-	}
+	r.keys = keysFor(providerTimeout, r.cfg.KeyWindow)
+	r.sim = &proc{name: "providersim", bin: r.simBin, addr: simAddr, health: "/_sim/stats", log: simLog,
+		env: []string{"PROVIDERSIM_ADDR=" + simAddr, "PROVIDERSIM_KEY_RETENTION=" + r.keys.Retention.String()}}
+	r.procs = append(r.procs, r.sim)
+	return r.sim.start(ctx)
+}
 
-	serviceURL := dbURL
-	if cfg.Pooler != nil {
-		if serviceURL, err = cfg.Pooler(dbURL); err != nil {
-			return nil, fmt.Errorf("chaos: pooler: %w", err)
+// startService sets the environment of the payments processes, creates
+// the account and starts the replicas.
+func (r *runner) startService(ctx context.Context) error {
+	serviceURL := r.dbURL
+	if r.cfg.Pooler != nil {
+		var err error
+		if serviceURL, err = r.cfg.Pooler(r.dbURL); err != nil {
+			return fmt.Errorf("chaos: pooler: %w", err)
 		}
-		say("replicas reach the database through %s", serviceURL)
+		r.say("replicas reach the database through %s", serviceURL)
 	}
-	baseEnv := []string{
-		"DATABASE_URL=" + serviceURL, "MIGRATE_DATABASE_URL=" + dbURL, "STRIPE_API_BASE=" + sim.url(),
+	r.baseEnv = []string{
+		"DATABASE_URL=" + serviceURL, "MIGRATE_DATABASE_URL=" + r.dbURL, "STRIPE_API_BASE=" + r.sim.url(),
 		"ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString([]byte(randomHex(16))),
 		"PROVIDER_TIMEOUT=" + providerTimeout.String(), "IN_PROGRESS_LEASE=" + inProgressLease.String(),
 		"RECONCILE_INTERVAL=" + reconcileEvery.String(), "RECONCILE_AFTER=" + reconcileAfter.String(),
 		"RECONCILE_MAX_BACKOFF=" + reconcileMaxBackoff.String(),
-		"PROVIDER_SEARCH_GRACE=" + searchGrace.String(), "LOG_LEVEL=" + cfg.LogLevel, "ADMIN_TOKEN=",
-		"PROVIDER_KEY_RETENTION=" + keys.Retention.String(),
+		"PROVIDER_SEARCH_GRACE=" + searchGrace.String(), "LOG_LEVEL=" + r.cfg.LogLevel, "ADMIN_TOKEN=",
+		"PROVIDER_KEY_RETENTION=" + r.keys.Retention.String(),
 		// The merchant's endpoint is on this machine.
 		"WEBHOOK_ALLOW_PRIVATE=true",
 	}
-	runPayments := func(ctx context.Context, logName string, args ...string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, paymentsBin, args...)
-		cmd.Env = append(os.Environ(), baseEnv...)
-		lf, err := openLog(logName)
-		if err != nil {
-			return nil, err
-		}
-		defer lf.Close()
-		var stdout bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, lf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		err = cmd.Run()
-		return stdout.Bytes(), err
+	if err := r.createAccount(ctx); err != nil {
+		return err
 	}
+	return r.startReplicas(ctx)
+}
 
-	// The account, with its own provider key and webhook secret.
-	secretKey, whsec := "sk_test_chaos_"+randomHex(12), "whsec_"+randomHex(16)
-	acctOut, err := runPayments(ctx, "accounts", "accounts", "create", "--name", "chaos", "--stripe-key", secretKey, "--webhook-secret", whsec)
+// runPayments runs the payments binary once with the service's environment,
+// its stderr appended to the log logName, and returns its stdout.
+func (r *runner) runPayments(ctx context.Context, logName string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, r.paymentsBin, args...)
+	cmd.Env = append(os.Environ(), r.baseEnv...)
+	lf, err := r.openLog(logName)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: payments accounts create: %w (log: %s)", err, filepath.Join(logDir, "accounts.log"))
+		return nil, err
+	}
+	defer lf.Close()
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Run()
+	return stdout.Bytes(), err
+}
+
+// createAccount creates the account, with its own provider key and webhook
+// secret.
+func (r *runner) createAccount(ctx context.Context) error {
+	r.secretKey, r.whsec = "sk_test_chaos_"+randomHex(12), "whsec_"+randomHex(16)
+	acctOut, err := r.runPayments(ctx, "accounts", "accounts", "create", "--name", "chaos", "--stripe-key", r.secretKey, "--webhook-secret", r.whsec)
+	if err != nil {
+		return fmt.Errorf("chaos: payments accounts create: %w (log: %s)", err, filepath.Join(r.logDir, "accounts.log"))
 	}
 	var acct struct {
 		ID     string `json:"id"`
 		APIKey string `json:"api_key"`
 	}
 	if err := json.Unmarshal(acctOut, &acct); err != nil || acct.APIKey == "" {
-		return nil, fmt.Errorf("chaos: accounts create printed %q", acctOut)
+		return fmt.Errorf("chaos: accounts create printed %q", acctOut)
 	}
+	r.acctID, r.apiKey = acct.ID, acct.APIKey
+	return nil
+}
 
-	// The replicas, each on its own address, all on one database.
-	replicas := make([]*proc, cfg.Replicas)
-	urls := make([]string, cfg.Replicas)
-	for i := range replicas {
+// startReplicas starts the replicas, each on its own address, all on one
+// database.
+func (r *runner) startReplicas(ctx context.Context) error {
+	r.replicas = make([]*proc, r.cfg.Replicas)
+	r.urls = make([]string, r.cfg.Replicas)
+	for i := range r.replicas {
 		addr, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		lf, err := openLog(fmt.Sprintf("replica-%d", i))
+		lf, err := r.openLog(fmt.Sprintf("replica-%d", i))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		replicas[i] = &proc{name: fmt.Sprintf("replica-%d", i), bin: paymentsBin, args: []string{"serve"},
-			env: append(append([]string{}, baseEnv...), "HTTP_ADDR="+addr), addr: addr, health: "/healthz", log: lf}
-		procs = append(procs, replicas[i])
-		if err := replicas[i].start(ctx); err != nil {
-			return nil, err
+		r.replicas[i] = &proc{name: fmt.Sprintf("replica-%d", i), bin: r.paymentsBin, args: []string{"serve"},
+			env: append(append([]string{}, r.baseEnv...), "HTTP_ADDR="+addr), addr: addr, health: "/healthz", log: lf}
+		r.procs = append(r.procs, r.replicas[i])
+		if err := r.replicas[i].start(ctx); err != nil {
+			return err
 		}
-		urls[i] = replicas[i].url()
+		r.urls[i] = r.replicas[i].url()
 	}
-	say("simulator on %s, replicas on %s; logs in %s", sim.url(), strings.Join(urls, " "), logDir)
+	r.say("simulator on %s, replicas on %s; logs in %s", r.sim.url(), strings.Join(r.urls, " "), r.logDir)
+	return nil
+}
 
-	// The merchant's webhook endpoint, before any event.
-	shop, err := startMerchant()
-	if err != nil {
-		return nil, err
+// prepare registers the merchant's endpoint and turns the simulator's
+// random faults on.
+func (r *runner) prepare(ctx context.Context) error {
+	if err := r.shop.register(ctx, r.urls[0], r.apiKey); err != nil {
+		return err
 	}
-	defer shop.close()
-	if err := shop.register(ctx, urls[0], acct.APIKey); err != nil {
-		return nil, err
-	}
-	say("merchant webhook endpoint on %s", shop.url)
-	say("provider key retention %s at the replicas and the simulator: margin %s, re-send window %s", keys.Retention, keys.Margin, keys.Window)
+	r.say("merchant webhook endpoint on %s", r.shop.url)
+	r.say("provider key retention %s at the replicas and the simulator: margin %s, re-send window %s", r.keys.Retention, r.keys.Margin, r.keys.Window)
 
-	ctl := &http.Client{Timeout: 30 * time.Second}
-	if err := simControl(ctx, ctl, http.MethodPost, sim.url()+"/_sim/random-faults", map[string]any{
-		"drop": dropShare, "error_500": error500, "delay": delayShare, "delay_for": delayFor.String(), "seed": int64(cfg.Seed),
-	}); err != nil {
-		return nil, err
-	}
+	r.ctl = &http.Client{Timeout: 30 * time.Second}
+	return simControl(ctx, r.ctl, http.MethodPost, r.sim.url()+"/_sim/random-faults", map[string]any{
+		"drop": dropShare, "error_500": error500, "delay": delayShare, "delay_for": delayFor.String(), "seed": int64(r.cfg.Seed),
+	})
+}
 
-	// The run.
+// setFatal keeps the first error that must end the run.
+func (r *runner) setFatal(err error) {
+	r.fatalMu.Lock()
+	if r.fatal == nil {
+		r.fatal = err
+	}
+	r.fatalMu.Unlock()
+}
+
+// drive runs the clients, the webhooks, the kills, the revocations and the
+// database's failover or restart for the run's duration. It also starts the
+// delivery of the webhooks, which goes on until deliverCtx ends and then
+// closes the returned channel.
+func (r *runner) drive(ctx, deliverCtx context.Context) (<-chan struct{}, error) {
+	cfg, rep := r.cfg, r.rep
 	runID := "ord-" + randomHex(3)
-	fleet := newFleet(urls, acct.APIKey, runID)
-	hooks := newWebhooks(sim.url(), secretKey, whsec, acct.ID, urls, cfg.Seed)
-	creds := newRotation(sim.url(), secretKey)
+	r.fleet = newFleet(r.urls, r.apiKey, runID)
+	r.hooks = newWebhooks(r.sim.url(), r.secretKey, r.whsec, r.acctID, r.urls, cfg.Seed)
+	r.creds = newRotation(r.sim.url(), r.secretKey)
 	runCtx, stopRun := context.WithTimeout(ctx, cfg.Duration)
+	// The fleet returns only once runCtx is done.
 	defer stopRun()
-	deliverCtx, stopDeliver := context.WithCancel(ctx)
-	defer stopDeliver()
-	var (
-		kills, restarts, pgRestarts atomic.Int64
-		fatalMu                     sync.Mutex
-		fatal                       error
-		wg                          sync.WaitGroup
-	)
-	setFatal := func(err error) {
-		fatalMu.Lock()
-		if fatal == nil {
-			fatal = err
-		}
-		fatalMu.Unlock()
-	}
+	var wg sync.WaitGroup
 	start := time.Now()
-	say("running for %s", cfg.Duration)
+	r.say("running for %s", cfg.Duration)
 	wg.Add(5)
-	go func() { defer wg.Done(); fleet.run(runCtx, cfg.Clients, cfg.Seed) }()
+	go func() { defer wg.Done(); r.fleet.run(runCtx, cfg.Clients, cfg.Seed) }()
 	go func() {
 		defer wg.Done()
-		if err := creds.run(runCtx, cfg.RevokeEvery, cfg.Seed); err != nil {
-			setFatal(err)
+		if err := r.creds.run(runCtx, cfg.RevokeEvery, cfg.Seed); err != nil {
+			r.setFatal(err)
 		}
 	}()
-	go func() { defer wg.Done(); hooks.generate(runCtx) }()
-	go func() {
-		defer wg.Done()
-		rng := mrand.New(mrand.NewPCG(cfg.Seed, 0xdead))
-		for {
-			sleep(runCtx, cfg.KillEvery/2+time.Duration(rng.Int64N(int64(cfg.KillEvery))))
-			if runCtx.Err() != nil {
-				return
-			}
-			p := replicas[rng.IntN(len(replicas))]
-			p.kill()
-			kills.Add(1)
-			// Down for a moment, as a crashed pod is before its restart.
-			time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1200*time.Millisecond))))
-			if err := restartProc(ctx, p); err != nil {
-				setFatal(err)
-				return
-			}
-			restarts.Add(1)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(15 * time.Second)
-		defer tick.Stop()
-		pgAt := time.After(cfg.Duration * 45 / 100)
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-pgAt:
-				if cfg.Failover != nil {
-					say("failing over: stopping the primary (immediate)")
-					var at time.Time
-					if err := cfg.Failover(ctx, func() { at = time.Now(); fleet.markFailover(at) }); err != nil {
-						setFatal(fmt.Errorf("chaos: failover: %w", err))
-						return
-					}
-					rep.Failovers++
-					rep.FailoverPromoted = time.Since(at)
-					say("failover: the standby accepts writes %s after the primary stopped", rep.FailoverPromoted.Round(10*time.Millisecond))
-					continue
-				}
-				if pg == nil || !cfg.RestartPostgres {
-					continue
-				}
-				say("restarting PostgreSQL (immediate shutdown)")
-				if err := pg.restart(ctx); err != nil {
-					setFatal(err)
-					return
-				}
-				pgRestarts.Add(1)
-			case <-tick.C:
-				fleet.mu.Lock()
-				t := fleet.t
-				fleet.mu.Unlock()
-				revocations, _ := creds.snapshot()
-				say("t=%s orders %d, final %d, requests %d, kills %d, revocations %d", time.Since(start).Round(time.Second),
-					t.Orders, t.FinalOrders, t.Requests, kills.Load(), revocations)
-			}
-		}
-	}()
+	go func() { defer wg.Done(); r.hooks.generate(runCtx) }()
+	go func() { defer wg.Done(); r.killReplicas(ctx, runCtx) }()
+	go func() { defer wg.Done(); r.watch(ctx, runCtx, start) }()
 	deliverDone := make(chan struct{})
-	go func() { defer close(deliverDone); hooks.deliver(deliverCtx, false) }()
+	go func() { defer close(deliverDone); r.hooks.deliver(deliverCtx, false) }()
 	wg.Wait()
-	rep.Kills, rep.Restarts, rep.PGRestarts = int(kills.Load()), int(restarts.Load()), int(pgRestarts.Load())
-	rep.FailoverRecovery, rep.FailoverFailed = fleet.failoverFigures()
+	rep.Kills, rep.Restarts, rep.PGRestarts = int(r.kills.Load()), int(r.restarts.Load()), int(r.pgRestarts.Load())
+	rep.FailoverRecovery, rep.FailoverFailed = r.fleet.failoverFigures()
 	if rep.Failovers > 0 && rep.FailoverRecovery == 0 {
 		rep.NotRecovered = 1
 	}
-	rep.Revocations, rep.Revoked = creds.snapshot()
-	if fatal != nil {
-		return rep, fatal
+	rep.Revocations, rep.Revoked = r.creds.snapshot()
+	if r.fatal != nil {
+		return deliverDone, r.fatal
 	}
-	say("run over after %s; secret key restored; stopping faults, keeping replica-0 up, reconciling", time.Since(start).Round(time.Second))
+	r.say("run over after %s; secret key restored; stopping faults, keeping replica-0 up, reconciling", time.Since(start).Round(time.Second))
+	return deliverDone, nil
+}
 
-	// Quiesce: no more faults, one replica, the late webhooks drained.
-	if err := simControl(ctx, ctl, http.MethodDelete, sim.url()+"/_sim/faults", nil); err != nil {
-		return rep, err
+// killReplicas SIGKILLs a random replica a mean of KillEvery apart and
+// restarts it after a moment, until runCtx ends.
+func (r *runner) killReplicas(ctx, runCtx context.Context) {
+	rng := mrand.New(mrand.NewPCG(r.cfg.Seed, 0xdead))
+	for {
+		sleep(runCtx, r.cfg.KillEvery/2+time.Duration(rng.Int64N(int64(r.cfg.KillEvery))))
+		if runCtx.Err() != nil {
+			return
+		}
+		p := r.replicas[rng.IntN(len(r.replicas))]
+		p.kill()
+		r.kills.Add(1)
+		// Down for a moment, as a crashed pod is before its restart.
+		time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1200*time.Millisecond))))
+		if err := restartProc(ctx, p); err != nil {
+			r.setFatal(err)
+			return
+		}
+		r.restarts.Add(1)
 	}
-	if err := simControl(ctx, ctl, http.MethodPost, sim.url()+"/_sim/random-faults", map[string]any{"drop": 0, "error_500": 0, "delay": 0}); err != nil {
-		return rep, err
-	}
-	if !replicas[0].running() {
-		if err := restartProc(ctx, replicas[0]); err != nil {
-			return rep, err
+}
+
+// watch disturbs the database at 45% of the run and prints the progress
+// every 15 s, until runCtx ends.
+func (r *runner) watch(ctx, runCtx context.Context, start time.Time) {
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	pgAt := time.After(r.cfg.Duration * 45 / 100)
+	for {
+		select {
+		case <-runCtx.Done():
+			return
+		case <-pgAt:
+			if !r.disturbDatabase(ctx) {
+				return
+			}
+		case <-tick.C:
+			r.fleet.mu.Lock()
+			t := r.fleet.t
+			r.fleet.mu.Unlock()
+			revocations, _ := r.creds.snapshot()
+			r.say("t=%s orders %d, final %d, requests %d, kills %d, revocations %d", time.Since(start).Round(time.Second),
+				t.Orders, t.FinalOrders, t.Requests, r.kills.Load(), revocations)
 		}
 	}
-	for _, p := range replicas[1:] {
+}
+
+// disturbDatabase fails the server over, or restarts the private cluster,
+// as the run asks. It returns false when that failed and the run must end.
+func (r *runner) disturbDatabase(ctx context.Context) bool {
+	if r.cfg.Failover != nil {
+		r.say("failing over: stopping the primary (immediate)")
+		var at time.Time
+		if err := r.cfg.Failover(ctx, func() { at = time.Now(); r.fleet.markFailover(at) }); err != nil {
+			r.setFatal(fmt.Errorf("chaos: failover: %w", err))
+			return false
+		}
+		r.rep.Failovers++
+		r.rep.FailoverPromoted = time.Since(at)
+		r.say("failover: the standby accepts writes %s after the primary stopped", r.rep.FailoverPromoted.Round(10*time.Millisecond))
+		return true
+	}
+	if r.pg == nil || !r.cfg.RestartPostgres {
+		return true
+	}
+	r.say("restarting PostgreSQL (immediate shutdown)")
+	if err := r.pg.restart(ctx); err != nil {
+		r.setFatal(err)
+		return false
+	}
+	r.pgRestarts.Add(1)
+	return true
+}
+
+// settle quiesces the run: no more faults, one replica, the late webhooks
+// drained, and reconciles until nothing is unresolved.
+func (r *runner) settle(ctx context.Context, stopDeliver func(), deliverDone <-chan struct{}) error {
+	if err := simControl(ctx, r.ctl, http.MethodDelete, r.sim.url()+"/_sim/faults", nil); err != nil {
+		return err
+	}
+	if err := simControl(ctx, r.ctl, http.MethodPost, r.sim.url()+"/_sim/random-faults", map[string]any{"drop": 0, "error_500": 0, "delay": 0}); err != nil {
+		return err
+	}
+	if !r.replicas[0].running() {
+		if err := restartProc(ctx, r.replicas[0]); err != nil {
+			return err
+		}
+	}
+	for _, p := range r.replicas[1:] {
 		p.stop()
 	}
 	stopDeliver()
 	<-deliverDone
-	hooks.setReplicas(urls[:1])
+	r.hooks.setReplicas(r.urls[:1])
 	drainCtx, stopDrain := context.WithTimeout(ctx, 60*time.Second)
 	defer stopDrain()
 	drained := make(chan struct{})
-	go func() { defer close(drained); hooks.deliver(drainCtx, true) }()
+	go func() { defer close(drained); r.hooks.deliver(drainCtx, true) }()
+	r.reconcile(ctx)
+	<-drained
+	return nil
+}
 
-	// Reconcile until nothing is unresolved, with a bound.
+// reconcile runs `payments reconcile --once` until nothing is unresolved,
+// with a bound.
+func (r *runner) reconcile(ctx context.Context) {
 	for pass := 1; pass <= maxPasses; pass++ {
-		rep.Passes = pass
+		r.rep.Passes = pass
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		sum, rerr := runPayments(pctx, "reconcile", "reconcile", "--once")
+		sum, rerr := r.runPayments(pctx, "reconcile", "reconcile", "--once")
 		cancel()
-		np, na, nr, uerr := unresolved(ctx, dbURL)
+		np, na, nr, uerr := unresolved(ctx, r.dbURL)
 		if rerr != nil || uerr != nil {
-			say("reconcile pass %d: %v %v", pass, rerr, uerr)
+			r.say("reconcile pass %d: %v %v", pass, rerr, uerr)
 		} else {
-			say("reconcile pass %d: %s -> unresolved payments %d, attempts %d, refunds %d", pass, bytes.TrimSpace(sum), np, na, nr)
+			r.say("reconcile pass %d: %s -> unresolved payments %d, attempts %d, refunds %d", pass, bytes.TrimSpace(sum), np, na, nr)
 		}
 		if rerr == nil && uerr == nil && np+na+nr == 0 {
 			break
 		}
 		sleep(ctx, time.Second)
 	}
-	<-drained
+}
 
-	// Every event of the feed must reach the merchant. A delivery cut short
-	// by the last kill is retried once River rescues it (notify.RescueAfter
-	// after its attempt, on a rescuer pass every 30 s).
+// awaitFeed waits for every event of the feed to reach the merchant and
+// returns the feed with what the merchant received. A delivery cut short
+// by the last kill is retried once River rescues it (notify.RescueAfter
+// after its attempt, on a rescuer pass every 30 s).
+func (r *runner) awaitFeed(ctx context.Context) (feed []string, got map[string]int, bad []string, err error) {
 	// The feed serves an event only once every older transaction on the
 	// server has ended, so it is read again until it stops growing.
 	awaitCtx, stopAwait := context.WithTimeout(ctx, notify.RescueAfter+90*time.Second)
 	waited := time.Now()
-	var feed []string
 	for {
-		again, err := shop.feed(ctx, urls[0], acct.APIKey, 100)
+		again, err := r.shop.feed(ctx, r.urls[0], r.apiKey, 100)
 		if err != nil {
 			stopAwait()
-			return rep, err
+			return nil, nil, nil, err
 		}
 		if feed != nil && len(again) == len(feed) {
 			break
 		}
 		feed = again
-		shop.await(awaitCtx, feed)
+		r.shop.await(awaitCtx, feed)
 		if awaitCtx.Err() != nil {
 			break
 		}
 	}
 	stopAwait()
-	got, bad := shop.snapshot()
-	say("merchant webhooks: %d events in the feed, %d ids received, waited %s", len(feed), len(got), time.Since(waited).Round(time.Second))
-	stored, reads, err := readFeeds(ctx, shop, urls[0], acct.APIKey, dbURL, acct.ID)
+	got, bad = r.shop.snapshot()
+	r.say("merchant webhooks: %d events in the feed, %d ids received, waited %s", len(feed), len(got), time.Since(waited).Round(time.Second))
+	return feed, got, bad, nil
+}
+
+// figures reads the feeds, the server's xid8, the provider's records and
+// the database, and checks the invariants on them.
+func (r *runner) figures(ctx context.Context, server string, feed []string, got map[string]int, bad []string) error {
+	rep := r.rep
+	stored, reads, err := readFeeds(ctx, r.shop, r.urls[0], r.apiKey, r.dbURL, r.acctID)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	if rep.Xid.End, err = pgxid.Current(ctx, server); err != nil {
-		return rep, err
+		return err
 	}
 	rep.Xid.Crossed = pgxid.Crossed(rep.Xid.Start, rep.Xid.End)
-	say("xid8: %s", rep.Xid)
+	r.say("xid8: %s", rep.Xid)
 
-	// The figures.
-	intents, err := simIntents(ctx, ctl, sim.url(), secretKey)
+	intents, err := simIntents(ctx, r.ctl, r.sim.url(), r.secretKey)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	if err := simGet(ctx, ctl, sim.url()+"/_sim/stats", &rep.Sim); err != nil {
-		return rep, err
+	if err := simGet(ctx, r.ctl, r.sim.url()+"/_sim/stats", &rep.Sim); err != nil {
+		return err
 	}
 	var reqs []providersim.Request
-	if err := simGet(ctx, ctl, sim.url()+"/_sim/requests", &reqs); err != nil {
-		return rep, err
+	if err := simGet(ctx, r.ctl, r.sim.url()+"/_sim/requests", &reqs); err != nil {
+		return err
 	}
 	rep.Faults = map[providersim.FaultKind]int{}
-	for _, r := range reqs {
-		if r.Fault != "" {
-			rep.Faults[r.Fault]++
+	for _, q := range reqs {
+		if q.Fault != "" {
+			rep.Faults[q.Fault]++
 		}
 	}
-	st, err := loadLocalState(ctx, dbURL)
+	st, err := loadLocalState(ctx, r.dbURL)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	rep.check(intents, st, fleet)
+	rep.check(intents, st, r.fleet)
 	rep.checkMerchant(feed, got, bad)
 	rep.checkFeed(stored, reads)
 	rep.checkRaces(reqs)
-	rep.checkResends(reqs, keys)
+	rep.checkResends(reqs, r.keys)
 	rep.checkNoEffect(reqs, intents, st)
-	if rep.ResolvedByLookup, err = resolvedByLookup(logDir, st); err != nil {
-		return rep, err
+	if rep.ResolvedByLookup, err = resolvedByLookup(r.logDir, st); err != nil {
+		return err
 	}
 	var hookSurprises []string
-	rep.Webhooks, hookSurprises = hooks.snapshot()
+	rep.Webhooks, hookSurprises = r.hooks.snapshot()
 	rep.Unexpected += len(hookSurprises)
 	for _, s := range hookSurprises {
 		rep.sample("unexpected webhook answer: %s", s)
 	}
-	return rep, nil
+	return nil
 }
 
 // restartProc starts a killed process again, retrying a start that fails.

@@ -294,6 +294,21 @@ func answerOf(q providersim.Request) string {
 // were shown.
 func (r *Report) check(intents []providersim.Intent, st *localState, f *fleet) {
 	r.Intents = len(intents)
+	r.checkEffects(intents, st)
+	r.checkPhantoms(intents, st)
+	r.checkShown(providerTruth(intents), st, f)
+	r.Stranded, r.StrandedAttempts, r.StrandedRefunds = st.UnresolvedPayments, st.UnresolvedAttempts, st.UnresolvedRefunds
+	if r.Stranded+r.StrandedAttempts+r.StrandedRefunds > 0 {
+		r.sample("stranded: %d payments, %d attempts, %d refunds still processing/unknown after reconciliation",
+			r.Stranded, r.StrandedAttempts, r.StrandedRefunds)
+	}
+	r.Deliveries = st.Deliveries
+}
+
+// checkEffects holds each authorization at the provider against its local
+// payment (lost payments, amounts), and counts the orders authorized more
+// than once.
+func (r *Report) checkEffects(intents []providersim.Intent, st *localState) {
 	byOrder := map[string][]string{}
 	for _, in := range intents {
 		if !authorizedAtProvider(in) {
@@ -333,6 +348,11 @@ func (r *Report) check(intents []providersim.Intent, st *localState, f *fleet) {
 			r.sample("double charge: order %s authorized %d times at the provider: %s", o, len(ids), strings.Join(ids, ", "))
 		}
 	}
+}
+
+// checkPhantoms counts the local successes the provider has no
+// authorization for.
+func (r *Report) checkPhantoms(intents []providersim.Intent, st *localState) {
 	intentByID := make(map[string]providersim.Intent, len(intents))
 	for _, in := range intents {
 		intentByID[in.ID] = in
@@ -344,14 +364,16 @@ func (r *Report) check(intents []providersim.Intent, st *localState, f *fleet) {
 			continue
 		}
 		if in, ok := intentByID[p.ProviderID]; ok && authorizedAtProvider(in) {
-			continue // a state mismatch was counted as a lost payment above
+			continue // a state mismatch was counted as a lost payment by checkEffects
 		}
 		r.Phantoms++
 		r.sample("phantom: payment %s (order %s) is %s locally; the provider shows no such authorization (intent %q)", p.ID, p.OrderID, p.Status, p.ProviderID)
 	}
+}
 
-	// What the provider says became of each payment (by metadata
-	// payment_id): the truth a client's answer is held against too.
+// providerTruth is what the provider says became of each payment (by
+// metadata payment_id): the truth a client's answer is held against too.
+func providerTruth(intents []providersim.Intent) map[string]string {
 	truth := map[string]string{}
 	for _, in := range intents {
 		pid := in.Metadata["payment_id"]
@@ -362,7 +384,12 @@ func (r *Report) check(intents []providersim.Intent, st *localState, f *fleet) {
 			truth[pid] = "declined"
 		}
 	}
+	return truth
+}
 
+// checkShown holds what the clients were shown against the final local
+// state and the provider's truth, and takes the fleet's traffic figures.
+func (r *Report) checkShown(truth map[string]string, st *localState, f *fleet) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// reaches reports whether a payment shown as seen may have legitimately
@@ -401,12 +428,6 @@ func (r *Report) check(intents []providersim.Intent, st *localState, f *fleet) {
 		r.sample("unexpected answer: %s", u)
 	}
 	r.Traffic = f.t
-	r.Stranded, r.StrandedAttempts, r.StrandedRefunds = st.UnresolvedPayments, st.UnresolvedAttempts, st.UnresolvedRefunds
-	if r.Stranded+r.StrandedAttempts+r.StrandedRefunds > 0 {
-		r.sample("stranded: %d payments, %d attempts, %d refunds still processing/unknown after reconciliation",
-			r.Stranded, r.StrandedAttempts, r.StrandedRefunds)
-	}
-	r.Deliveries = st.Deliveries
 }
 
 // Print writes one line per figure, the first violations, and PASS or FAIL.

@@ -347,8 +347,26 @@ func retryable(a answer) bool {
 // checkout is one order from the cart to its end: create until final, then
 // maybe a second card after a decline, a capture or cancel, refunds.
 func (f *fleet) checkout(ctx context.Context, rng *rand.Rand) {
-	order := fmt.Sprintf("%s-%05d", f.runID, f.next.Add(1))
-	bad := rng.Float64() < badClientShare
+	ctx, order, bad := f.newOrder(ctx, rng)
+	p := f.pay(ctx, rng, order, bad)
+	if p == nil {
+		return
+	}
+	f.bump(func(t *tally) { t.FinalOrders++ })
+	if p = f.captureOrCancel(ctx, rng, order, p); p == nil {
+		return
+	}
+	if p.Status != "captured" || rng.Float64() >= refundShare {
+		return
+	}
+	f.refundOrder(ctx, rng, order, p)
+}
+
+// newOrder numbers an order and picks its client: a bad one or not, and
+// an impatient one or not (whose patience the returned ctx carries).
+func (f *fleet) newOrder(ctx context.Context, rng *rand.Rand) (_ context.Context, order string, bad bool) {
+	order = fmt.Sprintf("%s-%05d", f.runID, f.next.Add(1))
+	bad = rng.Float64() < badClientShare
 	impatient := rng.Float64() < impatientShare
 	if impatient {
 		patience := minPatience + time.Duration(rng.Int64N(int64(maxPatience-minPatience)))
@@ -363,6 +381,13 @@ func (f *fleet) checkout(ctx context.Context, rng *rand.Rand) {
 			t.Impatient++
 		}
 	})
+	return ctx, order, bad
+}
+
+// pay creates the order's payment until final, and once more with a new key
+// after a decline (another card) or a failure; nil when no final answer
+// came.
+func (f *fleet) pay(ctx context.Context, rng *rand.Rand, order string, bad bool) *payment {
 	capture := "automatic"
 	if rng.Float64() < manualShare {
 		capture = "manual"
@@ -391,11 +416,17 @@ func (f *fleet) checkout(ctx context.Context, rng *rand.Rand) {
 		sleep(ctx, time.Second+time.Duration(rng.Int64N(int64(2*time.Second))))
 		p = f.create(ctx, rng, order, bad, "ck-"+order+"-2", body(card))
 	}
-	if p == nil {
-		return
+	return p
+}
+
+// captureOrCancel captures or cancels an authorized payment (now and then
+// both at once) and returns it as it ended; nil when no final answer came.
+// Any other payment is returned as it is.
+func (f *fleet) captureOrCancel(ctx context.Context, rng *rand.Rand, order string, p *payment) *payment {
+	if p.Status != "authorized" {
+		return p
 	}
-	f.bump(func(t *tally) { t.FinalOrders++ })
-	if p.Status == "authorized" && rng.Float64() < raceOpsShare {
+	if rng.Float64() < raceOpsShare {
 		// A confused back office captures and cancels at once: exactly one
 		// reaches the provider, the other gets 409 invalid_state.
 		f.bump(func(t *tally) { t.RacedOps++ })
@@ -408,24 +439,21 @@ func (f *fleet) checkout(ctx context.Context, rng *rand.Rand) {
 		if r := <-done; q == nil || (r != nil && r.Status == "canceled") {
 			q = r
 		}
-		if p = q; p == nil {
-			return
-		}
-	} else if p.Status == "authorized" {
-		op, amt := "cancel", int64(0)
-		if rng.Float64() < captureShare {
-			op = "capture"
-			if rng.Float64() < partialShare {
-				amt = 1 + rng.Int64N(p.Amount)
-			}
-		}
-		if p = f.operate(ctx, rng, order, p, op, amt, false); p == nil {
-			return
+		return q
+	}
+	op, amt := "cancel", int64(0)
+	if rng.Float64() < captureShare {
+		op = "capture"
+		if rng.Float64() < partialShare {
+			amt = 1 + rng.Int64N(p.Amount)
 		}
 	}
-	if p.Status != "captured" || rng.Float64() >= refundShare {
-		return
-	}
+	return f.operate(ctx, rng, order, p, op, amt, false)
+}
+
+// refundOrder refunds a captured payment: what is left at once (now and
+// then twice at once), or in one or two parts.
+func (f *fleet) refundOrder(ctx context.Context, rng *rand.Rand, order string, p *payment) {
 	left := p.AmountCaptured - p.AmountRefunded
 	if rng.Float64() < raceRefundShare {
 		// Two full refunds with different keys at once: the second is

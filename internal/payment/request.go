@@ -70,6 +70,19 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	bad := func(field, msg string) { fe = append(fe, FieldError{Field: field, Message: msg}) }
 	r := CreateRequest{CaptureMethod: "automatic", Metadata: map[string]string{}}
 
+	parseRequiredFields(&b, &r, bad)
+	parseOptionalFields(&b, &r, bad)
+	parseMetadata(b.Metadata, r.Metadata, bad)
+	parseMethodFields(&b, &r, bad)
+
+	if len(fe) > 0 {
+		return CreateRequest{}, &Error{Code: CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
+	}
+	return r, nil
+}
+
+// parseRequiredFields reads order_id, amount, currency and payment_method.
+func parseRequiredFields(b *createBody, r *CreateRequest, bad func(field, msg string)) {
 	switch {
 	case b.OrderID == nil:
 		bad("order_id", "is required")
@@ -108,7 +121,10 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	default:
 		r.PaymentMethod = *b.PaymentMethod
 	}
+}
 
+// parseOptionalFields reads capture_method, customer_id and description.
+func parseOptionalFields(b *createBody, r *CreateRequest, bad func(field, msg string)) {
 	if b.CaptureMethod != nil {
 		switch *b.CaptureMethod {
 		case "automatic", "manual":
@@ -133,11 +149,14 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 			r.Description = *b.Description
 		}
 	}
+}
 
-	if len(b.Metadata) > MaxMetadataKeys {
+// parseMetadata checks the metadata and copies its valid entries to dst.
+func parseMetadata(md map[string]*string, dst map[string]string, bad func(field, msg string)) {
+	if len(md) > MaxMetadataKeys {
 		bad("metadata", fmt.Sprintf("must have at most %d keys", MaxMetadataKeys))
 	}
-	for k, v := range b.Metadata {
+	for k, v := range md {
 		switch {
 		case k == "" || utf8.RuneCountInString(k) > MaxMetadataKeyLen:
 			bad("metadata", fmt.Sprintf("keys must be 1 to %d characters", MaxMetadataKeyLen))
@@ -146,16 +165,9 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 		case utf8.RuneCountInString(*v) > MaxMetadataValLen:
 			bad("metadata."+Excerpt(k), fmt.Sprintf("must be at most %d characters", MaxMetadataValLen))
 		default:
-			r.Metadata[k] = *v
+			dst[k] = *v
 		}
 	}
-
-	parseMethodFields(&b, &r, bad)
-
-	if len(fe) > 0 {
-		return CreateRequest{}, &Error{Code: CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
-	}
-	return r, nil
 }
 
 // parseMethodFields reads the fields of payments that wait for the

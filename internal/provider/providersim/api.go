@@ -220,89 +220,117 @@ var testPaymentMethods = map[string]*decline{
 
 var currencyRE = regexp.MustCompile(`^[a-z]{3}$`)
 
-func (s *Server) createIntent(a *account, c *call) result {
-	amount, sent, perr := positiveInt(c.form, "amount")
+// intentParams is the checked parameters of a PaymentIntent create.
+type intentParams struct {
+	amount                  int64
+	currency, captureMethod string
+	confirm                 bool
+	pm, pmType              string // payment_method, payment_method_data[type]
+	methodType              string
+	methodTypes             []string
+	details                 *asyncDetails // of payment_method_data
+	returnURL               string
+}
+
+// intentParamsOf checks a create's form, in Stripe's order of complaints.
+func intentParamsOf(form map[string][]string) (*intentParams, *apiError) {
+	amount, sent, perr := positiveInt(form, "amount")
 	if perr == nil && !sent {
 		perr = missingParam("amount")
 	}
 	if perr != nil {
-		return rejected(perr)
+		return nil, perr
 	}
-	currency := strings.ToLower(get(c.form, "currency"))
+	p := &intentParams{amount: amount, currency: strings.ToLower(get(form, "currency"))}
 	switch {
-	case currency == "":
-		return rejected(missingParam("currency"))
-	case !currencyRE.MatchString(currency):
-		return rejected(&apiError{Type: invalidRequest, Param: "currency", Message: "Invalid currency: " + currency + "."})
+	case p.currency == "":
+		return nil, missingParam("currency")
+	case !currencyRE.MatchString(p.currency):
+		return nil, &apiError{Type: invalidRequest, Param: "currency", Message: "Invalid currency: " + p.currency + "."}
 	}
-	captureMethod := get(c.form, "capture_method")
-	switch captureMethod {
+	p.captureMethod = get(form, "capture_method")
+	switch p.captureMethod {
 	case "":
-		captureMethod = "automatic"
+		p.captureMethod = "automatic"
 	case "automatic", "automatic_async", "manual":
 	default:
-		return rejected(&apiError{Type: invalidRequest, Param: "capture_method",
-			Message: "Invalid capture_method: must be one of automatic, automatic_async, or manual"})
+		return nil, &apiError{Type: invalidRequest, Param: "capture_method",
+			Message: "Invalid capture_method: must be one of automatic, automatic_async, or manual"}
 	}
-	confirm, _ := strconv.ParseBool(get(c.form, "confirm"))
-	pm := get(c.form, "payment_method")
-	pmType := get(c.form, "payment_method_data[type]")
-	_, known := testPaymentMethods[pm]
-	challenge := challengePaymentMethods[pm]
-	switch {
-	case pm != "" && pmType != "":
-		return rejected(&apiError{Type: invalidRequest, Param: "payment_method_data",
-			Message: "You cannot specify both payment_method and payment_method_data."})
-	case pm != "" && !known && !challenge:
-		return rejected(&apiError{Type: invalidRequest, Code: "resource_missing", Param: "payment_method",
-			Message: "No such PaymentMethod: '" + pm + "'"})
-	case confirm && pm == "" && pmType == "":
-		return rejected(missingParam("payment_method"))
+	p.confirm, _ = strconv.ParseBool(get(form, "confirm"))
+	if perr := p.readMethod(form); perr != nil {
+		return nil, perr
 	}
-	methodType := "card"
-	var details *asyncDetails
-	if pmType != "" {
-		var perr *apiError
-		if details, perr = asyncParams(c.form, pmType, currency, captureMethod); perr != nil {
-			return rejected(perr)
-		}
-		methodType = pmType
+	p.returnURL = get(form, "return_url")
+	if p.returnURL != "" && !p.confirm {
+		return nil, &apiError{Type: invalidRequest, Param: "return_url",
+			Message: "You may only specify a return_url when confirm is true."}
 	}
-	methodTypes := c.form["payment_method_types[]"]
-	if len(methodTypes) == 0 {
-		methodTypes = []string{methodType}
-	} else if !slices.Contains(methodTypes, methodType) {
-		return rejected(&apiError{Type: invalidRequest, Param: "payment_method_types",
-			Message: "The PaymentMethod provided (" + methodType + ") is not allowed for this PaymentIntent. Allowed types: " +
-				strings.Join(methodTypes, ", ") + "."})
-	}
-	returnURL := get(c.form, "return_url")
-	if returnURL != "" && !confirm {
-		return rejected(&apiError{Type: invalidRequest, Param: "return_url",
-			Message: "You may only specify a return_url when confirm is true."})
-	}
+	return p, nil
+}
 
+// readMethod reads the payment method: a test one by name or the data of
+// an asynchronous one, and the types the intent allows.
+func (p *intentParams) readMethod(form map[string][]string) *apiError {
+	p.pm = get(form, "payment_method")
+	p.pmType = get(form, "payment_method_data[type]")
+	_, known := testPaymentMethods[p.pm]
+	challenge := challengePaymentMethods[p.pm]
+	switch {
+	case p.pm != "" && p.pmType != "":
+		return &apiError{Type: invalidRequest, Param: "payment_method_data",
+			Message: "You cannot specify both payment_method and payment_method_data."}
+	case p.pm != "" && !known && !challenge:
+		return &apiError{Type: invalidRequest, Code: "resource_missing", Param: "payment_method",
+			Message: "No such PaymentMethod: '" + p.pm + "'"}
+	case p.confirm && p.pm == "" && p.pmType == "":
+		return missingParam("payment_method")
+	}
+	p.methodType = "card"
+	if p.pmType != "" {
+		var perr *apiError
+		if p.details, perr = asyncParams(form, p.pmType, p.currency, p.captureMethod); perr != nil {
+			return perr
+		}
+		p.methodType = p.pmType
+	}
+	p.methodTypes = form["payment_method_types[]"]
+	if len(p.methodTypes) == 0 {
+		p.methodTypes = []string{p.methodType}
+	} else if !slices.Contains(p.methodTypes, p.methodType) {
+		return &apiError{Type: invalidRequest, Param: "payment_method_types",
+			Message: "The PaymentMethod provided (" + p.methodType + ") is not allowed for this PaymentIntent. Allowed types: " +
+				strings.Join(p.methodTypes, ", ") + "."}
+	}
+	return nil
+}
+
+func (s *Server) createIntent(a *account, c *call) result {
+	p, perr := intentParamsOf(c.form)
+	if perr != nil {
+		return rejected(perr)
+	}
 	pi := &intentRecord{Intent: Intent{
-		ID: newID("pi_", 24), Amount: amount, Currency: currency, CaptureMethod: captureMethod,
-		PaymentMethod: pm, Customer: get(c.form, "customer"), Description: get(c.form, "description"),
-		Metadata: metadataParam(c.form), IdempotencyKey: c.idemKey, Created: c.now, MethodType: methodType,
-	}, methodTypes: methodTypes, returnURL: returnURL}
+		ID: newID("pi_", 24), Amount: p.amount, Currency: p.currency, CaptureMethod: p.captureMethod,
+		PaymentMethod: p.pm, Customer: get(c.form, "customer"), Description: get(c.form, "description"),
+		Metadata: metadataParam(c.form), IdempotencyKey: c.idemKey, Created: c.now, MethodType: p.methodType,
+	}, methodTypes: p.methodTypes, returnURL: p.returnURL}
 	pi.clientSecret = pi.ID + "_secret_" + newID("", 25)
 	pi.ClientSecret = pi.clientSecret
-	if details != nil {
+	if p.details != nil {
 		// Stripe makes a PaymentMethod of the payment_method_data.
-		pi.PaymentMethod, pi.billingName = newID("pm_", 24), details.name
+		pi.PaymentMethod, pi.billingName = newID("pm_", 24), p.details.name
 	}
 	a.intents[pi.ID] = pi
 	a.order = append(a.order, pi)
 
 	switch {
-	case !confirm && pm == "" && pmType == "":
+	case !p.confirm && p.pm == "" && p.pmType == "":
 		pi.Status = "requires_payment_method"
-	case !confirm:
+	case !p.confirm:
 		pi.Status = "requires_confirmation"
-	case details != nil:
-		s.startVoucher(a, pi, details, c)
+	case p.details != nil:
+		s.startVoucher(a, pi, p.details, c)
 	default:
 		return s.confirmCard(a, pi, c)
 	}

@@ -71,6 +71,22 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 	s.webhookRoutes(m)
 	s.hostedRoutes(m)
 	s.disputeRoutes(m)
+	s.recordRoutes(m)
+	s.faultRoutes(m)
+	m.HandleFunc("POST /_sim/secrets/revoke", s.secretControl(false, func(key string, _ ...string) { s.RevokeSecret(key) }))
+	m.HandleFunc("POST /_sim/secrets/forbid", s.secretControl(true, s.ForbidSecret))
+	m.HandleFunc("POST /_sim/secrets/restore", s.secretControl(false, func(key string, _ ...string) { s.RestoreSecret(key) }))
+	m.HandleFunc("GET /_sim/clock", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.clockJSON())
+	})
+	m.HandleFunc("POST /_sim/clock/advance", s.advanceClock)
+	m.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint"})
+	})
+}
+
+// recordRoutes mounts the reads of what the simulator saw and holds.
+func (s *Server) recordRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /_sim/stats", func(w http.ResponseWriter, r *http.Request) {
 		total, byKey := s.allStats()
 		writeJSON(w, http.StatusOK, struct {
@@ -84,24 +100,12 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /_sim/intents", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Intents(r.URL.Query().Get("secret_key")))
 	})
-	m.HandleFunc("POST /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
-		var in faultJSON
-		if !readJSON(w, r, &in) {
-			return
-		}
-		f := Fault{Op: in.Op, IdempotencyKey: in.IdempotencyKey, Kind: in.Kind, Times: in.Times}
-		var err error
-		if _, known := faultBefore[in.Kind]; !known {
-			err = fmt.Errorf("unknown kind %q", in.Kind)
-		} else if in.Delay != "" {
-			f.Delay, err = time.ParseDuration(in.Delay)
-		}
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]int{"id": s.Inject(f).ID()})
-	})
+}
+
+// faultRoutes mounts the injected faults, the random ones and the
+// forgetting of idempotency keys.
+func (s *Server) faultRoutes(m *http.ServeMux) {
+	m.HandleFunc("POST /_sim/faults", s.injectFault)
 	m.HandleFunc("GET /_sim/faults/{id}", s.withFault(func(w http.ResponseWriter, f *Injected) {
 		reached := false
 		select {
@@ -127,50 +131,66 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 		s.ForgetIdempotencyKeys()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	m.HandleFunc("POST /_sim/random-faults", func(w http.ResponseWriter, r *http.Request) {
-		var in randomFaultsJSON
-		if !readJSON(w, r, &in) {
-			return
-		}
-		rf := RandomFaults{Drop: in.Drop, Error500: in.Error500, Delay: in.Delay, Seed: in.Seed}
-		var err error
-		if in.DelayFor != "" {
-			rf.DelayFor, err = time.ParseDuration(in.DelayFor)
-		}
-		if err == nil && (min(rf.Drop, rf.Error500, rf.Delay) < 0 || rf.Drop+rf.Error500+rf.Delay > 1) {
-			err = fmt.Errorf("probabilities must be non-negative and sum to at most 1")
-		}
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-			return
-		}
-		s.SetRandomFaults(rf)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	m.HandleFunc("POST /_sim/secrets/revoke", s.secretControl(false, func(key string, _ ...string) { s.RevokeSecret(key) }))
-	m.HandleFunc("POST /_sim/secrets/forbid", s.secretControl(true, s.ForbidSecret))
-	m.HandleFunc("POST /_sim/secrets/restore", s.secretControl(false, func(key string, _ ...string) { s.RestoreSecret(key) }))
-	m.HandleFunc("GET /_sim/clock", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.clockJSON())
-	})
-	m.HandleFunc("POST /_sim/clock/advance", func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			By string `json:"by"`
-		}
-		if !readJSON(w, r, &in) {
-			return
-		}
-		d, err := time.ParseDuration(in.By)
-		if err != nil || d < 0 {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("by: want a non-negative duration such as 25h, got %q", in.By)})
-			return
-		}
-		s.Advance(d)
-		writeJSON(w, http.StatusOK, s.clockJSON())
-	})
-	m.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint"})
-	})
+	m.HandleFunc("POST /_sim/random-faults", s.setRandomFaults)
+}
+
+// injectFault serves POST /_sim/faults.
+func (s *Server) injectFault(w http.ResponseWriter, r *http.Request) {
+	var in faultJSON
+	if !readJSON(w, r, &in) {
+		return
+	}
+	f := Fault{Op: in.Op, IdempotencyKey: in.IdempotencyKey, Kind: in.Kind, Times: in.Times}
+	var err error
+	if _, known := faultBefore[in.Kind]; !known {
+		err = fmt.Errorf("unknown kind %q", in.Kind)
+	} else if in.Delay != "" {
+		f.Delay, err = time.ParseDuration(in.Delay)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"id": s.Inject(f).ID()})
+}
+
+// setRandomFaults serves POST /_sim/random-faults.
+func (s *Server) setRandomFaults(w http.ResponseWriter, r *http.Request) {
+	var in randomFaultsJSON
+	if !readJSON(w, r, &in) {
+		return
+	}
+	rf := RandomFaults{Drop: in.Drop, Error500: in.Error500, Delay: in.Delay, Seed: in.Seed}
+	var err error
+	if in.DelayFor != "" {
+		rf.DelayFor, err = time.ParseDuration(in.DelayFor)
+	}
+	if err == nil && (min(rf.Drop, rf.Error500, rf.Delay) < 0 || rf.Drop+rf.Error500+rf.Delay > 1) {
+		err = fmt.Errorf("probabilities must be non-negative and sum to at most 1")
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	s.SetRandomFaults(rf)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// advanceClock serves POST /_sim/clock/advance.
+func (s *Server) advanceClock(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		By string `json:"by"`
+	}
+	if !readJSON(w, r, &in) {
+		return
+	}
+	d, err := time.ParseDuration(in.By)
+	if err != nil || d < 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("by: want a non-negative duration such as 25h, got %q", in.By)})
+		return
+	}
+	s.Advance(d)
+	writeJSON(w, http.StatusOK, s.clockJSON())
 }
 
 // secretControl reads {"secret_key","ops"}, checks it and applies it.

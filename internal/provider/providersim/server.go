@@ -347,37 +347,8 @@ type runFunc func(s *Server, a *account, c *call) result
 // idempotency, faults before the effect, the effect, faults after it.
 func (s *Server) endpoint(op string, run runFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, authed := secretKey(r)
-		rec := &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key")}
-		var credStatus int
-		var credErr *apiError
-		s.mu.Lock()
-		rec.Time = s.now()
-		if authed {
-			rec.SecretKey = key
-			s.account(key).stats.Requests++
-			credStatus, credErr = s.credentialError(key, op)
-		} else {
-			s.anon++
-		}
-		s.mu.Unlock()
-
-		// Credentials come first and their errors are never stored, so a
-		// revoked or unpermitted key cannot replay, claim or consume an
-		// Idempotency-Key.
-		switch {
-		case !authed:
-			s.reply(w, rec, failed(http.StatusUnauthorized, authError(r, key)))
-			return
-		case credStatus == http.StatusUnauthorized:
-			s.reply(w, rec, failed(credStatus, credErr))
-			return
-		case run == nil:
-			s.reply(w, rec, failed(http.StatusNotFound, &apiError{Type: invalidRequest,
-				Message: "Unrecognized request URL (" + r.Method + ": " + r.URL.Path + ")."}))
-			return
-		case credErr != nil:
-			s.reply(w, rec, failed(credStatus, credErr))
+		key, rec, ok := s.authenticate(w, r, op, run)
+		if !ok {
 			return
 		}
 		if err := r.ParseForm(); err != nil {
@@ -385,8 +356,7 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 			return
 		}
 		c := &call{id: r.PathValue("id"), form: r.Form, base: s.baseURL(r)}
-		mutating := r.Method == http.MethodPost
-		if mutating {
+		if r.Method == http.MethodPost {
 			c.idemKey = rec.IdempotencyKey
 		}
 
@@ -401,34 +371,78 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 			}
 			rec.Replayed = state == claimReplay
 		}
-
-		before, after := s.pickFaults(op, c.idemKey, mutating)
-		if before.kind != "" {
-			rec.Fault = before.kind
-			before.apply(r.Context())
-			if before.kind != HoldBeforeEffect {
-				if !rec.Replayed {
-					s.unclaim(key, c.idemKey, entry)
-				}
-				rec.Replayed = false
-				s.reply(w, rec, before.errorResult())
-				return
-			}
-		}
-		if !rec.Replayed {
-			res = s.execute(key, c, run, entry)
-		}
-		if after.kind != "" {
-			rec.Fault = after.kind
-			after.apply(r.Context())
-			if after.kind == DropAfterEffect {
-				s.record(rec)
-				dropConnection(w)
-				return
-			}
-		}
-		s.reply(w, rec, res)
+		s.perform(w, r, rec, key, c, run, entry, res)
 	})
+}
+
+// authenticate starts the request's record and checks its credentials and
+// route. When they fail it answers and returns ok false.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, op string, run runFunc) (key string, rec *Request, ok bool) {
+	key, authed := secretKey(r)
+	rec = &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key")}
+	var credStatus int
+	var credErr *apiError
+	s.mu.Lock()
+	rec.Time = s.now()
+	if authed {
+		rec.SecretKey = key
+		s.account(key).stats.Requests++
+		credStatus, credErr = s.credentialError(key, op)
+	} else {
+		s.anon++
+	}
+	s.mu.Unlock()
+
+	// Credentials come first and their errors are never stored, so a
+	// revoked or unpermitted key cannot replay, claim or consume an
+	// Idempotency-Key.
+	switch {
+	case !authed:
+		s.reply(w, rec, failed(http.StatusUnauthorized, authError(r, key)))
+		return key, rec, false
+	case credStatus == http.StatusUnauthorized:
+		s.reply(w, rec, failed(credStatus, credErr))
+		return key, rec, false
+	case run == nil:
+		s.reply(w, rec, failed(http.StatusNotFound, &apiError{Type: invalidRequest,
+			Message: "Unrecognized request URL (" + r.Method + ": " + r.URL.Path + ")."}))
+		return key, rec, false
+	case credErr != nil:
+		s.reply(w, rec, failed(credStatus, credErr))
+		return key, rec, false
+	}
+	return key, rec, true
+}
+
+// perform runs the call, unless it replays res, between the faults picked
+// for it, and answers.
+func (s *Server) perform(w http.ResponseWriter, r *http.Request, rec *Request, key string, c *call, run runFunc, entry *idemEntry, res result) {
+	before, after := s.pickFaults(rec.Op, c.idemKey, r.Method == http.MethodPost)
+	if before.kind != "" {
+		rec.Fault = before.kind
+		before.apply(r.Context())
+		if before.kind != HoldBeforeEffect {
+			if !rec.Replayed {
+				s.unclaim(key, c.idemKey, entry)
+			}
+			rec.Replayed = false
+			s.reply(w, rec, before.errorResult())
+			return
+		}
+	}
+	if !rec.Replayed {
+		res = s.execute(key, c, run, entry)
+	}
+	if after.kind != "" {
+		rec.Fault = after.kind
+		after.apply(r.Context())
+		if after.kind == DropAfterEffect {
+			s.record(rec)
+			dropConnection(w)
+			return
+		}
+	}
+	s.reply(w, rec, res)
 }
 
 // execute runs the endpoint under the lock and settles the idempotency entry

@@ -77,6 +77,19 @@ const amount = 1000
 func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Helper()
 
+	authorizeTests(t, newHarness)
+	repeatTests(t, newHarness)
+	captureCancelTests(t, newHarness)
+	invalidStateTests(t, newHarness)
+	refundTests(t, newHarness)
+	lookupTests(t, newHarness)
+	credentialTests(t, newHarness)
+	transportTests(t, newHarness)
+}
+
+// authorizeTests runs the subtests of a first authorization, held or
+// captured.
+func authorizeTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("AuthorizeManualAnswersIntent", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -122,7 +135,11 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 			s.wantEffects(before, Effects{Authorizations: 1})
 		})
 	})
+}
 
+// repeatTests runs the subtests of a decline and of authorizations sent
+// again with one key.
+func repeatTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("AuthorizeDeclinedCardIsCardError", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -188,7 +205,11 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		wantJudged(t, res.Answer, authorizeFirst, provider.Unknown)
 		s.wantEffects(before, Effects{})
 	})
+}
 
+// captureCancelTests runs the subtests of capturing a hold, in full or in
+// part, and of canceling it.
+func captureCancelTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("CaptureAnswersIntent", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -242,7 +263,11 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 			s.wantEffects(before, Effects{Cancels: 1})
 		})
 	})
+}
 
+// invalidStateTests runs the subtests of captures and cancels of intents
+// holding no funds: canceled, captured or declined.
+func invalidStateTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("CaptureOfCanceledIsInvalid", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -280,7 +305,11 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	})
 
 	t.Run("CancelOfDeclinedCancelsIt", func(t *testing.T) { cancelOfDeclined(t, newHarness) })
+}
 
+// refundTests runs the subtests of a refund and of the refunds the
+// provider refuses.
+func refundTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("RefundAnswersRefund", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -331,7 +360,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		wantJudged(t, res.Answer, firstSend, provider.Failed)
 		s.wantEffects(before, Effects{})
 	})
+}
 
+// lookupTests runs the subtests of the lookups recovery relies on.
+func lookupTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("ListRefundsFindsRefundByMetadata", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -390,7 +422,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		}
 		wantNotFoundJudged(t)
 	})
+}
 
+// credentialTests runs the subtests of revoked and malformed credentials.
+func credentialTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("RevokedCredentialsAnswerCredentialsWithoutEffect", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -453,7 +488,11 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		}
 		s.wantEffects(before, Effects{})
 	})
+}
 
+// transportTests runs the subtests of an unreachable server and of what
+// counts as a re-send.
+func transportTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("UnreachableServerIsIndeterminate", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
