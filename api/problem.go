@@ -8,7 +8,6 @@ import (
 
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/postgres"
 )
 
 const codeMethodNotAllowed payment.Code = "method_not_allowed"
@@ -62,7 +61,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// reads this answer, and the access log counts it as a disconnect.
 		s.log.DebugContext(r.Context(), "request abandoned by the client", slog.String("error", err.Error()))
 		e = payment.Errorf(payment.CodeInternal, "the client went away")
-	case errors.Is(err, postgres.ErrUnavailable):
+	case errors.Is(err, payment.ErrUnavailable):
 		s.log.ErrorContext(r.Context(), "database unavailable", slog.String("error", err.Error()))
 		e = payment.Errorf(payment.CodeUnavailable, "the service is temporarily unavailable; retry with the same Idempotency-Key")
 	default:
