@@ -88,7 +88,7 @@ func New(c Config) (*Server, error) {
 // Handler returns the routes with their middleware stack.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.accessLog, s.recoverPanic, s.rejectBadText)
+	r.Use(requestID, accessLog(s.log, s.metrics), recoverPanic(s.log), rejectBadText(s.log))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
 	})
@@ -120,42 +120,42 @@ func (s *Server) Handler() http.Handler {
 
 	// Every POST takes a body; identityBody refuses it compressed.
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.authenticate)
-		r.With(s.identityBody).Post("/payments", s.createPayment)
+		r.Use(authenticate(s.log, s.accounts))
+		r.With(identityBody).Post("/payments", s.createPayment)
 		r.Get("/payments", s.listPayments)
 		r.Get("/payments/{id}", s.getPayment)
-		r.With(s.identityBody).Post("/payments/{id}/capture", s.capturePayment)
-		r.With(s.identityBody).Post("/payments/{id}/cancel", s.cancelPayment)
-		r.With(s.identityBody).Post("/payments/{id}/refunds", s.createRefund)
+		r.With(identityBody).Post("/payments/{id}/capture", s.capturePayment)
+		r.With(identityBody).Post("/payments/{id}/cancel", s.cancelPayment)
+		r.With(identityBody).Post("/payments/{id}/refunds", s.createRefund)
 		r.Get("/events", s.listEvents)
 		if s.webhooks != nil {
-			r.With(s.identityBody).Post("/webhook_endpoints", s.createWebhookEndpoint)
+			r.With(identityBody).Post("/webhook_endpoints", s.createWebhookEndpoint)
 			r.Get("/webhook_endpoints", s.listWebhookEndpoints)
 			r.Get("/webhook_endpoints/{id}", s.getWebhookEndpoint)
-			r.With(s.identityBody).Patch("/webhook_endpoints/{id}", s.updateWebhookEndpoint)
+			r.With(identityBody).Patch("/webhook_endpoints/{id}", s.updateWebhookEndpoint)
 			r.Delete("/webhook_endpoints/{id}", s.deleteWebhookEndpoint)
-			r.With(s.identityBody).Post("/webhook_endpoints/{id}/rotate_secret", s.rotateWebhookSecret)
+			r.With(identityBody).Post("/webhook_endpoints/{id}/rotate_secret", s.rotateWebhookSecret)
 			r.Get("/webhook_endpoints/{id}/deliveries", s.listEndpointDeliveries)
 			r.Get("/events/{id}/deliveries", s.listEventDeliveries)
-			r.With(s.identityBody).Post("/events/{id}/redeliver", s.redeliverEvent)
+			r.With(identityBody).Post("/events/{id}/redeliver", s.redeliverEvent)
 		}
 	})
-	r.With(s.identityBody).Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
+	r.With(identityBody).Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
 	r.Route("/admin/v1", func(r chi.Router) {
-		r.Use(s.adminOnly)
-		r.With(s.identityBody).Post("/accounts", s.createAccount)
+		r.Use(adminOnly(s.log, s.adminToken, s.authLimiter))
+		r.With(identityBody).Post("/accounts", s.createAccount)
 		r.Get("/payments", s.adminListPayments)
 		r.Get("/payments/{id}", s.adminGetPayment)
-		r.With(s.identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
-		r.With(s.identityBody).Post("/payments/{id}/replay", s.adminReplay)
+		r.With(identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
+		r.With(identityBody).Post("/payments/{id}/replay", s.adminReplay)
 		r.Get("/discrepancies", s.adminListDiscrepancies)
 		r.Get("/discrepancies/{id}", s.adminGetDiscrepancy)
-		r.With(s.identityBody).Post("/discrepancies/{id}/resolve", s.adminResolveDiscrepancy)
+		r.With(identityBody).Post("/discrepancies/{id}/resolve", s.adminResolveDiscrepancy)
 		if s.webhooks != nil {
 			r.Get("/webhook_endpoints", s.adminListWebhookEndpoints)
 			r.Get("/webhook_endpoints/{id}/deliveries", s.adminListEndpointDeliveries)
 			r.Get("/events/{id}/deliveries", s.adminListEventDeliveries)
-			r.With(s.identityBody).Post("/events/{id}/redeliver", s.adminRedeliverEvent)
+			r.With(identityBody).Post("/events/{id}/redeliver", s.adminRedeliverEvent)
 		}
 	})
 	if s.console != nil && s.adminToken != "" {

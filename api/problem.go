@@ -9,7 +9,6 @@ import (
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/postgres"
 )
 
 const codeMethodNotAllowed payment.Code = "method_not_allowed"
@@ -61,24 +60,35 @@ type problem struct {
 	ProviderCode string `json:"provider_code,omitempty"`
 }
 
-// writeError is the only writer of problem+json. Unexpected errors are
-// logged with the request id and never shown.
+// writeError answers err as problem+json; see writeProblem.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	writeProblem(s.log, w, r, err)
+}
+
+// writeProblem is the only writer of problem+json for an arbitrary error.
+// Unexpected errors are logged with the request id and never shown.
+func writeProblem(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 	var e *payment.Error
 	switch {
 	case errors.As(err, &e):
 	case clientGone(r):
 		// What failed is most likely the work the client abandoned; nobody
 		// reads this answer, and the access log counts it as a disconnect.
-		s.log.DebugContext(r.Context(), "request abandoned by the client", slog.String("error", err.Error()))
+		log.DebugContext(r.Context(), "request abandoned by the client", slog.String("error", err.Error()))
 		e = payment.Errorf(payment.CodeInternal, "the client went away")
-	case errors.Is(err, postgres.ErrUnavailable):
-		s.log.ErrorContext(r.Context(), "database unavailable", slog.String("error", err.Error()))
+	case errors.Is(err, payment.ErrUnavailable):
+		log.ErrorContext(r.Context(), "database unavailable", slog.String("error", err.Error()))
 		e = payment.Errorf(payment.CodeUnavailable, "the service is temporarily unavailable; retry with the same Idempotency-Key")
 	default:
-		s.log.ErrorContext(r.Context(), "internal error", slog.String("error", err.Error()))
+		log.ErrorContext(r.Context(), "internal error", slog.String("error", err.Error()))
 		e = payment.Errorf(payment.CodeInternal, "internal error; retry with the same Idempotency-Key")
 	}
+	renderProblem(w, r, e)
+}
+
+// renderProblem writes a domain error as problem+json; it logs nothing, so
+// a middleware that only refuses needs no logger.
+func renderProblem(w http.ResponseWriter, r *http.Request, e *payment.Error) {
 	status, ok := statusOf[e.Code]
 	if !ok {
 		status = http.StatusInternalServerError

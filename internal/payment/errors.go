@@ -89,5 +89,10 @@ func ErrorCode(err error) Code {
 	return CodeInternal
 }
 
+// ErrUnavailable is what a store's failure to reach its database wraps:
+// the caller may retry with the same key (503). It is not an *Error, so the
+// engine retries it and never keeps it as the answer of a key.
+var ErrUnavailable = errors.New("unavailable")
+
 // ErrNotFound is returned by stores when a row does not exist.
 var ErrNotFound = Errorf(CodeNotFound, "not found")

@@ -357,8 +357,9 @@ const (
 	constraintStripeAccount = "accounts_stripe_account_id_key"
 )
 
-// ErrUnavailable wraps failures to reach the database.
-var ErrUnavailable = errors.New("database unavailable")
+// ErrUnavailable wraps failures to reach the database; it is a
+// payment.ErrUnavailable, which is all the api needs to know.
+var ErrUnavailable = fmt.Errorf("database %w", payment.ErrUnavailable)
 
 // translate maps database errors to domain errors, once, here.
 func translate(err error) error {
