@@ -150,13 +150,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.InProgressLease > 0 && cfg.InProgressLease <= cfg.ProviderTimeout {
-		// Still safe: a retry taking over while the holder calls re-sends the
-		// same provider key, which the provider answers once. But it turns
-		// slow calls into needless unknowns.
-		cfg.Logger.Warn("IN_PROGRESS_LEASE is not longer than PROVIDER_TIMEOUT; retries may take over calls still in flight",
-			slog.Duration("lease", cfg.InProgressLease), slog.Duration("provider_timeout", cfg.ProviderTimeout))
-	}
 	db, err := OpenDB(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -176,6 +169,13 @@ func (a *App) build(ctx context.Context) (err error) {
 		if err := Migrate(ctx, cfg, a.DB); err != nil {
 			return err
 		}
+	}
+	if cfg.InProgressLease > 0 && cfg.InProgressLease <= cfg.ProviderTimeout {
+		// Still safe: a retry taking over while the holder calls re-sends the
+		// same provider key, which the provider answers once. But it turns
+		// slow calls into needless unknowns.
+		log.Warn("IN_PROGRESS_LEASE is not longer than PROVIDER_TIMEOUT; retries may take over calls still in flight",
+			slog.Duration("lease", cfg.InProgressLease), slog.Duration("provider_timeout", cfg.ProviderTimeout))
 	}
 	store := postgres.NewPaymentStore(a.DB)
 	hooks := postgres.NewWebhookStore(a.DB)

@@ -17,10 +17,9 @@ func OpenDB(ctx context.Context, cfg Config) (*postgres.DB, error) {
 	return postgres.Open(ctx, cfg.DatabaseURL, cfg.dbOptions()...)
 }
 
-func (c Config) dbOptions(extra ...postgres.Option) []postgres.Option {
-	opts := append([]postgres.Option{postgres.WithSessionTimeouts(
+func (c Config) dbOptions() []postgres.Option {
+	return append([]postgres.Option{postgres.WithSessionTimeouts(
 		c.DBStatementTimeout, c.DBLockTimeout, c.DBIdleInTransactionTimeout)}, c.DBOptions...)
-	return append(opts, extra...)
 }
 
 // Migrate applies the migrations through MigrateDatabaseURL: db itself
