@@ -5,35 +5,17 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/app"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/postgres"
-	"github.com/acmepay/payments/internal/provider"
-	"github.com/acmepay/payments/internal/provider/stripe"
 )
 
-// openAccounts builds the account service with both keys and checks them
-// against the stored canary: a wrong ENCRYPTION_KEY stops here, with one
-// line, before anything is served or written.
+// openAccounts builds the account service and checks ENCRYPTION_KEY
+// against the stored canary (see app.OpenAccounts); log nil keeps it quiet.
 func openAccounts(ctx context.Context, db *postgres.DB, cfg config, log *slog.Logger) (*account.Service, error) {
-	accounts, err := account.NewService(postgres.NewAccountStore(db), cfg.EncryptionKey, nil,
-		account.WithPreviousKey(cfg.EncryptionKeyPrevious),
-		account.WithProviderAccounts(providerAccounts{
-			stripe:  stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase, MaxNetworkRetries: 2, Logger: log}),
-			timeout: cfg.ProviderTimeout}))
-	if err != nil {
-		return nil, err
-	}
-	rotating, err := accounts.CheckKey(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if rotating && log != nil {
-		log.Warn("stored secrets are still under ENCRYPTION_KEY_PREVIOUS: run `payments accounts reencrypt`, then unset it")
-	}
-	return accounts, nil
+	return app.OpenAccounts(ctx, db, cfg.appConfig(log))
 }
 
 // accountsReencrypt moves every stored secret to ENCRYPTION_KEY and prints
@@ -57,20 +39,4 @@ func accountsReencrypt(ctx context.Context, cfg config, stdout, stderr io.Writer
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(sum)
-}
-
-// providerAccounts asks Stripe which account a key belongs to, within
-// PROVIDER_TIMEOUT.
-type providerAccounts struct {
-	stripe  *stripe.Provider
-	timeout time.Duration
-}
-
-func (p providerAccounts) AccountID(ctx context.Context, c provider.Credentials) (string, error) {
-	if p.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.timeout)
-		defer cancel()
-	}
-	return p.stripe.AccountID(ctx, c)
 }

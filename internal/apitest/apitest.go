@@ -19,10 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acmepay/payments/api"
 	"github.com/acmepay/payments/internal/account"
-	"github.com/acmepay/payments/internal/authlimit"
-	"github.com/acmepay/payments/internal/console"
+	"github.com/acmepay/payments/internal/app"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
@@ -31,7 +29,6 @@ import (
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/acmepay/payments/internal/provider/providersim"
-	"github.com/acmepay/payments/internal/provider/stripe"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -157,93 +154,52 @@ func (e *Env) Logger() *slog.Logger { return logging.New(e.Logs, slog.LevelDebug
 // its own pool, and returns its URL.
 func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	t := e.T
-	var opts []postgres.Option
-	if e.URL == "" {
-		opts = append(opts, postgres.WithCounter(e.Counter))
-	}
-	if postgrestest.Pooled(t) {
-		to := postgrestest.PooledTimeouts
-		opts = append(opts, postgres.WithSessionTimeouts(to[0], to[1], to[2]))
-	}
-	db, err := postgres.Open(context.Background(), e.DBURL, opts...)
+	a, err := app.New(context.Background(), e.instanceConfig())
 	if err != nil {
-		t.Fatalf("open database: %v", err)
+		t.Fatalf("service instance: %v", err)
 	}
-	t.Cleanup(db.Close)
-	store := postgres.NewPaymentStore(db)
-	m := metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
-		return store.EventBacklog(ctx, e.Clock.Now())
-	}, store.EventFeedLag)
-	m.Registry.MustRegister(db.Collector())
-	log := e.Logger()
-	var prov provider.Provider = stripe.New(stripe.Config{APIBase: e.SimURL, MaxNetworkRetries: 0, Logger: log})
-	if e.Opts.WrapProvider != nil {
-		prov = e.Opts.WrapProvider(prov)
-	}
-	var pstore payment.Store = store
-	if e.Opts.WrapStore != nil {
-		pstore = e.Opts.WrapStore(store)
-	}
-	svc, err := payment.NewService(payment.Config{
-		Store:    pstore,
-		Provider: prov,
-		Logger:   log, Metrics: m, Now: e.Clock.Now,
-		ProviderTimeout: e.Opts.ProviderTimeout, Lease: e.Opts.Lease,
-		KeyRetention: e.Opts.KeyRetention, SearchGrace: e.Opts.SearchGrace,
-	})
-	if err != nil {
-		t.Fatalf("payment service: %v", err)
-	}
-	accounts, err := account.NewService(postgres.NewAccountStore(db), EncryptionKey, e.Clock.Now, account.WithProviderAccounts(stripe.New(stripe.Config{APIBase: e.SimURL, Logger: log})))
-	if err != nil {
-		t.Fatalf("account service: %v", err)
-	}
+	t.Cleanup(a.Close)
 	if e.Accounts == nil {
-		e.Accounts = accounts
-	}
-	dsc, err := payment.NewDiscrepancies(payment.DiscrepancyConfig{Payments: svc, Store: store, Accounts: accounts, Logger: log})
-	if err != nil {
-		t.Fatalf("discrepancies: %v", err)
+		e.Accounts = a.Accounts
 	}
 	if e.Discrepancies == nil {
-		e.Discrepancies = dsc
-	}
-	m.CountOpenDiscrepancies(dsc.CountOpen)
-	m.WatchWebhookDeliveries(func(ctx context.Context) (metrics.WebhookDeliveryState, error) {
-		return postgres.NewWebhookStore(db).DeliveryState(ctx, e.Clock.Now())
-	})
-	// One count of failed admin authentications per instance, shared by
-	// its admin API and its console, on the test's clock.
-	limiter := authlimit.New(authlimit.Config{Now: e.Clock.Now})
-	con, err := console.New(console.Config{Payments: svc, Accounts: accounts, Discrepancies: dsc, Store: postgres.NewConsoleStore(db), Logger: log,
-		AdminToken: AdminToken, AuthLimiter: limiter, Now: e.Clock.Now})
-	if err != nil {
-		t.Fatalf("console: %v", err)
-	}
-	guard := notify.Guard{AllowPrivate: e.Opts.WebhookAllowPrivate}
-	hooks, err := notify.NewService(postgres.NewWebhookStore(db), accounts, guard, e.Clock.Now)
-	if err != nil {
-		t.Fatalf("webhooks: %v", err)
+		e.Discrepancies = a.Discrepancies
 	}
 	if e.Webhooks == nil {
-		e.Webhooks = hooks
-		if e.WebhookWorker, err = notify.NewWorker(postgres.NewWebhookStore(db), accounts, guard, e.Clock.Now); err != nil {
-			t.Fatalf("webhook worker: %v", err)
-		}
-		e.WebhookWorker.Metrics = m
+		e.Webhooks, e.WebhookWorker = a.Webhooks, a.WebhookWorker
 	}
-	srv, err := api.New(api.Config{Payments: svc, Accounts: accounts, Ready: db, Metrics: m, Logger: log, AdminToken: AdminToken,
-		AuthLimiter: limiter, Console: con.Handler(), Discrepancies: dsc, Webhooks: hooks})
-	if err != nil {
-		t.Fatalf("api: %v", err)
-	}
-	h := srv.Handler()
+	h := a.Handler()
 	if e.Router == nil {
 		e.Router = h
 	}
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	return hs.URL, svc, m
+	return hs.URL, a.Payments, a.Metrics
+}
+
+// instanceConfig is production's composition with the test's seams: the
+// simulator as Stripe without client retries (a fault is seen once), the
+// movable clock, captured logs, the wrappers of Options, and a database
+// that comes migrated. Only the first instance's round trips are counted;
+// behind the pooler every session carries production's timeouts.
+func (e *Env) instanceConfig() app.Config {
+	c := app.Config{
+		DatabaseURL: e.DBURL, SkipMigrations: true,
+		StripeAPIBase: e.SimURL, EncryptionKey: EncryptionKey, AdminToken: AdminToken,
+		WebhookAllowPrivate: e.Opts.WebhookAllowPrivate,
+		ProviderTimeout:     e.Opts.ProviderTimeout, InProgressLease: e.Opts.Lease,
+		ProviderKeyRetention: e.Opts.KeyRetention, ProviderSearchGrace: e.Opts.SearchGrace,
+		Logger: e.Logger(), Now: e.Clock.Now,
+		WrapProvider: e.Opts.WrapProvider, WrapStore: e.Opts.WrapStore,
+	}
+	if e.URL == "" {
+		c.DBOptions = []postgres.Option{postgres.WithCounter(e.Counter)}
+	}
+	if postgrestest.Pooled(e.T) {
+		to := postgrestest.PooledTimeouts
+		c.DBStatementTimeout, c.DBLockTimeout, c.DBIdleInTransactionTimeout = to[0], to[1], to[2]
+	}
+	return c
 }
 
 // CreateAccount makes an account with the given provider secret.

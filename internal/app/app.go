@@ -1,0 +1,280 @@
+// Package app is the composition root: it builds the service's object
+// graph once, from typed settings, for `payments` and for the test harness
+// alike. What tests change (clock, provider, store, database options) are
+// fields of Config, never a second graph.
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/acmepay/payments/api"
+	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/authlimit"
+	"github.com/acmepay/payments/internal/console"
+	"github.com/acmepay/payments/internal/metrics"
+	"github.com/acmepay/payments/internal/notify"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/provider/stripe"
+	"github.com/acmepay/payments/internal/reconcile"
+	"github.com/acmepay/payments/internal/retention"
+)
+
+// Config is every setting of the service, and the seams tests use. A zero
+// duration takes the default of the component it configures.
+type Config struct {
+	DatabaseURL string
+	// MigrateDatabaseURL is a direct, session-capable URL for migrations
+	// and the delivery queue; DatabaseURL when empty.
+	MigrateDatabaseURL  string
+	WebhookAllowPrivate bool
+	// AdminToken enables the admin API and the console.
+	AdminToken string
+	// MetricsElsewhere leaves /metrics out of Handler: METRICS_ADDR serves
+	// MetricsHandler instead.
+	MetricsElsewhere bool
+	TrustedProxies   []netip.Prefix
+	StripeAPIBase    string
+	// ProviderRetries is how often the Stripe client re-sends a failed
+	// request itself (DefaultProviderRetries in production).
+	ProviderRetries       int
+	EncryptionKey         []byte
+	EncryptionKeyPrevious []byte
+
+	ProviderTimeout      time.Duration
+	InProgressLease      time.Duration
+	ProviderKeyRetention time.Duration
+	ProviderSearchGrace  time.Duration
+	ReconcileInterval    time.Duration
+	ReconcileAfter       time.Duration
+	ReconcileMaxBackoff  time.Duration
+	ReconcileAlertAfter  time.Duration
+	// ResponseTTL, TombstoneTTL and PurgeInterval: the retention windows
+	// of idempotency keys; zero takes the Default* below.
+	ResponseTTL   time.Duration
+	TombstoneTTL  time.Duration
+	PurgeInterval time.Duration
+	AuditInterval time.Duration
+	AuditWindow   time.Duration
+	// AuditRate caps the audit's provider calls per second; 0: no cap.
+	AuditRate float64
+	// Session timeouts of every database session; zero leaves the
+	// server's setting.
+	DBStatementTimeout         time.Duration
+	DBLockTimeout              time.Duration
+	DBIdleInTransactionTimeout time.Duration
+
+	// Logger receives every log; discarded when nil.
+	Logger *slog.Logger
+	// Now is the clock of every component; time.Now when nil.
+	Now func() time.Time
+	// NewID makes payment ids; payment.NewID when nil.
+	NewID func(prefix string) string
+	// WrapProvider, when set, wraps the payment service's provider.
+	WrapProvider func(provider.Provider) provider.Provider
+	// WrapStore, when set, wraps the payment service's store (only its).
+	WrapStore func(payment.Store) payment.Store
+	// DBOptions are added to the service's pool (a statement counter).
+	DBOptions []postgres.Option
+	// SkipMigrations: the database is known to be migrated (a test's).
+	SkipMigrations bool
+}
+
+// Defaults of the settings no component defaults itself.
+const (
+	DefaultProviderRetries = 2
+	DefaultResponseTTL     = 72 * time.Hour
+	DefaultTombstoneTTL    = 9600 * time.Hour
+	DefaultPurgeInterval   = time.Hour
+	DefaultAuditInterval   = time.Hour
+	// deliveryWorkers is how many webhook deliveries run at once.
+	deliveryWorkers = 10
+)
+
+// App is the wired service. Its fields are for commands and tests; they
+// must not be replaced.
+type App struct {
+	DB            *postgres.DB
+	Metrics       *metrics.Metrics
+	Payments      *payment.Service
+	Accounts      *account.Service
+	Discrepancies *payment.Discrepancies
+	Webhooks      *notify.Service
+	// WebhookWorker delivers webhooks; Start runs it in a River client.
+	WebhookWorker *notify.Worker
+	Reconciler    *reconcile.Reconciler
+	Purger        *retention.Purger
+
+	cfg     Config
+	log     *slog.Logger
+	handler http.Handler
+
+	mu             sync.Mutex
+	stopWorkers    context.CancelFunc
+	workers        sync.WaitGroup
+	stopDeliveries func()
+}
+
+func (c Config) check() error {
+	if c.DatabaseURL == "" {
+		return errors.New("app: a database URL is required")
+	}
+	if len(c.EncryptionKey) != 32 {
+		return errors.New("app: the encryption key must be 32 bytes")
+	}
+	if c.AuditRate < 0 || c.ProviderRetries < 0 {
+		return errors.New("app: the audit rate and provider retries must not be negative")
+	}
+	return nil
+}
+
+// New opens the database, applies the migrations and builds everything;
+// nothing runs until Start. Close releases what New opened.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.MigrateDatabaseURL == "" {
+		cfg.MigrateDatabaseURL = cfg.DatabaseURL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	db, err := OpenDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{DB: db, cfg: cfg, log: cfg.Logger}
+	if err := a.build(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// build wires the services on a.DB.
+func (a *App) build(ctx context.Context) (err error) {
+	cfg, log := a.cfg, a.log
+	if !cfg.SkipMigrations {
+		if err := Migrate(ctx, cfg, a.DB); err != nil {
+			return err
+		}
+	}
+	if cfg.InProgressLease > 0 && cfg.InProgressLease <= cfg.ProviderTimeout {
+		// Still safe: a retry taking over while the holder calls re-sends the
+		// same provider key, which the provider answers once. But it turns
+		// slow calls into needless unknowns.
+		log.Warn("IN_PROGRESS_LEASE is not longer than PROVIDER_TIMEOUT; retries may take over calls still in flight",
+			slog.Duration("lease", cfg.InProgressLease), slog.Duration("provider_timeout", cfg.ProviderTimeout))
+	}
+	store := postgres.NewPaymentStore(a.DB)
+	hooks := postgres.NewWebhookStore(a.DB)
+	a.Metrics = metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
+		return store.EventBacklog(ctx, cfg.Now())
+	}, store.EventFeedLag)
+	a.Metrics.Registry.MustRegister(a.DB.Collector())
+	if a.Payments, err = newPayments(cfg, store, a.Metrics); err != nil {
+		return err
+	}
+	if a.Accounts, err = OpenAccounts(ctx, a.DB, cfg); err != nil {
+		return err
+	}
+	if a.Discrepancies, err = payment.NewDiscrepancies(payment.DiscrepancyConfig{Payments: a.Payments, Store: store,
+		Accounts: a.Accounts, Logger: log, Window: cfg.AuditWindow, Rate: cfg.AuditRate}); err != nil {
+		return err
+	}
+	a.Metrics.CountOpenDiscrepancies(a.Discrepancies.CountOpen)
+	a.Metrics.WatchWebhookDeliveries(func(ctx context.Context) (metrics.WebhookDeliveryState, error) {
+		return hooks.DeliveryState(ctx, cfg.Now())
+	})
+	guard := notify.Guard{AllowPrivate: cfg.WebhookAllowPrivate}
+	if a.Webhooks, err = notify.NewService(hooks, a.Accounts, guard, cfg.Now); err != nil {
+		return err
+	}
+	if a.WebhookWorker, err = notify.NewWorker(hooks, a.Accounts, guard, cfg.Now); err != nil {
+		return err
+	}
+	a.WebhookWorker.Metrics = a.Metrics
+	if a.Reconciler, err = reconcile.New(reconcile.Config{Payments: a.Payments, Accounts: a.Accounts, Logger: log,
+		Metrics: a.Metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
+		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
+		return err
+	}
+	if a.Purger, err = retention.New(retention.Config{Store: postgres.NewRetentionStore(a.DB), Logger: log, Now: cfg.Now,
+		ResponseTTL: or(cfg.ResponseTTL, DefaultResponseTTL), TombstoneTTL: or(cfg.TombstoneTTL, DefaultTombstoneTTL),
+		Interval: or(cfg.PurgeInterval, DefaultPurgeInterval)}); err != nil {
+		return err
+	}
+	return a.buildAPI()
+}
+
+// newPayments builds the money path on the provider and store, each
+// wrapped when a seam asks.
+func newPayments(cfg Config, store *postgres.PaymentStore, m *metrics.Metrics) (*payment.Service, error) {
+	var prov provider.Provider = stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
+		MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger})
+	if cfg.WrapProvider != nil {
+		prov = cfg.WrapProvider(prov)
+	}
+	var pstore payment.Store = store
+	if cfg.WrapStore != nil {
+		pstore = cfg.WrapStore(store)
+	}
+	return payment.NewService(payment.Config{
+		Store: pstore, Provider: prov, Logger: cfg.Logger, Metrics: m, Now: cfg.Now, NewID: cfg.NewID,
+		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
+		KeyRetention: cfg.ProviderKeyRetention, SearchGrace: cfg.ProviderSearchGrace,
+		AlertAfter: cfg.ReconcileAlertAfter,
+	})
+}
+
+// buildAPI wires the HTTP API and, with an admin token, the console: one
+// count of failed admin authentications serves both doors.
+func (a *App) buildAPI() error {
+	cfg := a.cfg
+	limiter := authlimit.New(authlimit.Config{TrustedProxies: cfg.TrustedProxies, Now: cfg.Now})
+	var con http.Handler
+	if cfg.AdminToken != "" {
+		c, err := console.New(console.Config{Payments: a.Payments, Accounts: a.Accounts, Discrepancies: a.Discrepancies,
+			Store: postgres.NewConsoleStore(a.DB), Logger: a.log, AdminToken: cfg.AdminToken, AuthLimiter: limiter,
+			LastPass: a.Reconciler.LastPass, Now: cfg.Now})
+		if err != nil {
+			return err
+		}
+		con = c.Handler()
+	}
+	srv, err := api.New(api.Config{Payments: a.Payments, Accounts: a.Accounts, Ready: a.DB, Metrics: a.Metrics,
+		Logger: a.log, AdminToken: cfg.AdminToken, AuthLimiter: limiter, NoMetrics: cfg.MetricsElsewhere,
+		Console: con, Discrepancies: a.Discrepancies, Webhooks: a.Webhooks})
+	if err != nil {
+		return err
+	}
+	a.handler = srv.Handler()
+	return nil
+}
+
+// Handler is the HTTP API (and console).
+func (a *App) Handler() http.Handler { return a.handler }
+
+// MetricsHandler serves /metrics alone, for METRICS_ADDR.
+func (a *App) MetricsHandler() http.Handler { return api.MetricsHandler(a.Metrics) }
+
+// Close closes the database; Stop the workers first.
+func (a *App) Close() { a.DB.Close() }
+
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
