@@ -109,9 +109,9 @@ func TestAccessLogFirstStatusAndUnwrap(t *testing.T) {
 func TestAccessLogClientGone(t *testing.T) {
 	log, logs := testLogger()
 	c := &fakeCounter{}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, leave := context.WithCancel(context.Background())
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cancel()
+		leave()
 		w.WriteHeader(http.StatusInternalServerError)
 	})
 	accessLog(log, c)(next).ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil))
