@@ -73,7 +73,7 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 	if err != nil {
 		return Started{}, err
 	}
-	return Send(p, a), s.changed(ctx, tx, p, "", "", "api", "payment.created", "", map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey})
+	return Send(p, a), s.write(ctx, tx, Change{Payment: p, Audit: AuditEntry{Actor: "api", Action: "payment.created", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey}}})
 }
 
 // liveOrderError names the payment that keeps an order from a second one.

@@ -313,7 +313,7 @@ func (s *Service) settle(ctx context.Context, acct Account, w work, out outcome)
 			// finished first with the same provider key.
 			return settled{answer: idempotency.Answer{Kind: rec.ResponseKind, Body: rec.ResponseBody}}, nil
 		}
-		a, err := s.record(ctx, tx, p, w.attempt.ID, out, w.actor, now)
+		a, err := s.apply(ctx, tx, p, w.attempt.ID, out, w.actor, now)
 		if err != nil {
 			return settled{}, err
 		}

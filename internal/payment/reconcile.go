@@ -110,7 +110,7 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 		// Another path (a webhook, the client's retry) resolved it while
 		// the provider was being asked: that path owns the resolution.
 		res.ByOther = cur.Status.Resolved()
-		stored, err := s.record(ctx, tx, p, a.ID, out, actor, now)
+		stored, err := s.apply(ctx, tx, p, a.ID, out, actor, now)
 		if err != nil {
 			return err
 		}

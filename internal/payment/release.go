@@ -41,7 +41,7 @@ func payable(in *provider.Intent) bool {
 // recorded the decline claims and sends it once its transaction commits,
 // and the reconciler takes it if that path cannot.
 func (s *Service) armRelease(ctx context.Context, tx Tx, p *Payment, op Operation, in *provider.Intent, actor string, now time.Time) error {
-	if op != OpAuthorize || (p.Status != StatusDeclined && p.Status != StatusFailed) || p.ProviderPaymentID == "" || !payable(in) {
+	if !needsRelease(p, op, in) {
 		return nil
 	}
 	return s.insertRelease(ctx, tx, p, p.ProviderPaymentID, actor, now)
@@ -66,49 +66,6 @@ func (s *Service) insertRelease(ctx context.Context, tx Tx, p *Payment, intentID
 	return tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actor,
 		Action: "cancelar.requested", Reason: reasonRelease,
 		Details: map[string]any{"attempt_id": r.ID, "provider_key": r.ProviderKey, "provider_payment_id": intentID}})
-}
-
-// recordRelease applies the outcome of a release to its attempt. The
-// payment keeps its status, unless the refusal shows the customer paid the
-// intent first: then the payment takes the provider's state, and the order
-// has its live payment. A release that failed while the intent may still
-// be paid is armed again, for the reconciler to send.
-func (s *Service) recordRelease(ctx context.Context, tx Tx, p *Payment, a *Attempt, out outcome, actor string, now time.Time) (*Attempt, error) {
-	a.Status, a.UpdatedAt = attemptStatus(OpCancel, out), now
-	if a.Status == AttemptFailed {
-		a.FailureCode, a.FailureMessage = out.FailureCode, out.FailureMessage
-	}
-	if err := tx.AttemptUpdateOutcome(ctx, a); err != nil {
-		return nil, err
-	}
-	details := map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "outcome": string(out.Outcome)}
-	if out.FailureCode != "" {
-		details["failure_code"] = out.FailureCode
-	}
-	audit := AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actor,
-		Action: "provider." + string(OpCancel), Reason: reasonRelease, Details: details}
-	if a.Status != AttemptFailed {
-		return a, tx.AuditInsert(ctx, audit)
-	}
-	if to := paidStatus(out.Intent); to != "" && CanAdopt(p.Status, to) {
-		from := p.Status
-		p.Status, p.FailureCode, p.FailureMessage, p.UpdatedAt = to, "", "", now
-		if to == StatusCaptured {
-			p.AmountCaptured = capturedAmount(p.Amount, out.Intent)
-		}
-		if err := tx.PaymentUpdate(ctx, p); err != nil {
-			return nil, err
-		}
-		s.metrics.PaymentTransition(from, to)
-		return a, s.changed(ctx, tx, p, "", from, actor, audit.Action, reasonRelease, details)
-	}
-	if err := tx.AuditInsert(ctx, audit); err != nil {
-		return nil, err
-	}
-	if !payable(out.Intent) {
-		return a, nil
-	}
-	return a, s.insertRelease(ctx, tx, p, readCancel(a).IntentID, actor, now)
 }
 
 // paidStatus is the payment status of an intent that holds or took the
@@ -157,7 +114,7 @@ func (s *Service) sendReleases(ctx context.Context, acct Account, p *Payment, ac
 			if err != nil {
 				return err
 			}
-			_, err = s.record(ctx, tx, cur, claimed.ID, out, actor, s.clock())
+			_, err = s.apply(ctx, tx, cur, claimed.ID, out, actor, s.clock())
 			return err
 		})
 	}

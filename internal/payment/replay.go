@@ -144,6 +144,6 @@ func (rp *replaying) newAttempt(ctx context.Context, tx Tx, p *Payment, at Reser
 	if err != nil {
 		return Started{}, err
 	}
-	return Send(p, a), rp.s.changed(ctx, tx, p, "", from, rp.actor, "replay.new_attempt", rp.reason, map[string]any{
-		"attempt_id": a.ID, "provider_key": a.ProviderKey, "replaces_attempt_id": last.ID, "replaces_provider_key": last.ProviderKey})
+	return Send(p, a), rp.s.write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: rp.actor, Action: "replay.new_attempt", Reason: rp.reason,
+		Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "replaces_attempt_id": last.ID, "replaces_provider_key": last.ProviderKey}}})
 }

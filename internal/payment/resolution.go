@@ -313,7 +313,9 @@ func (s *Service) adoptShown(ctx context.Context, tx Tx, p *Payment, dsc *Discre
 	res := dsc.Resolution
 	if from != StatusCaptured {
 		s.metrics.PaymentTransition(from, p.Status)
-		return s.changed(ctx, tx, p, "", from, res.Actor, "discrepancy.adopt_provider_state", res.Reason, maps.Clone(details))
+		return s.write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: res.Actor,
+			Action: "discrepancy.adopt_provider_state", Reason: res.Reason, Details: maps.Clone(details)}})
 	}
-	return s.changed(ctx, tx, p, "payment.captured", "", res.Actor, "discrepancy.adopt_provider_state", res.Reason, maps.Clone(details))
+	return s.write(ctx, tx, Change{Payment: p, Events: []string{"payment.captured"}, Audit: AuditEntry{Actor: res.Actor,
+		Action: "discrepancy.adopt_provider_state", Reason: res.Reason, Details: maps.Clone(details)}})
 }

@@ -208,172 +208,6 @@ func inferFromIntent(op Operation, in *provider.Intent) outcome {
 	return outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerObject, Intent: in}}
 }
 
-// record applies an outcome to a locked payment and its attempt, through
-// CanTransition, with the event and the audit entry. An attempt already
-// resolved by another path is left alone. It returns the attempt as stored.
-func (s *Service) record(ctx context.Context, tx Tx, p *Payment, attemptID string, out outcome, actor string, now time.Time) (*Attempt, error) {
-	a, err := tx.AttemptGet(ctx, attemptID)
-	if err != nil {
-		return nil, err
-	}
-	if a.Status.Resolved() {
-		return a, nil
-	}
-	if err := s.settleDiscrepancy(ctx, tx, p, a, attemptStatus(a.Operation, out), now); err != nil {
-		return nil, err
-	}
-	if a.Operation == OpCancel && readCancel(a).Release {
-		return s.recordRelease(ctx, tx, p, a, out, actor, now)
-	}
-	next := *p
-	next.UpdatedAt = now
-	var eventType string
-	wasWaiting := a.Status == AttemptWaiting
-	a.Status, a.UpdatedAt = attemptStatus(a.Operation, out), now
-	if wasWaiting && !a.Status.Answered() {
-		// A poll that could not learn anything leaves the payment waiting.
-		a.Status = AttemptWaiting
-	}
-	details := map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "outcome": string(out.Outcome)}
-	if out.FailureCode != "" {
-		details["failure_code"] = out.FailureCode
-	}
-
-	if a.Status == AttemptFailed || a.Status == AttemptDeclined {
-		a.FailureCode, a.FailureMessage = out.FailureCode, out.FailureMessage
-	}
-	switch a.Operation {
-	case OpAuthorize:
-		next.Status = authorizationStatus(out)
-		if expiredAtProvider(out) && p.Status.Waiting() {
-			// The provider let it lapse but it stays open until canceled:
-			// it ends here only once the cancel has made sure (expire).
-			next.Status, a.Status = p.Status, AttemptWaiting
-		}
-		if next.Status == StatusDeclined && p.Status == StatusPending {
-			// Once the provider is processing, a refusal fails the payment.
-			next.Status = StatusFailed
-		}
-		if out.Intent != nil {
-			a.ProviderObjectID, next.ProviderPaymentID = out.Intent.ID, out.Intent.ID
-		}
-		switch next.Status {
-		case StatusCaptured:
-			next.AmountCaptured = capturedAmount(p.Amount, out.Intent)
-		case StatusDeclined, StatusFailed:
-			next.FailureCode, next.FailureMessage = out.FailureCode, out.FailureMessage
-			if next.FailureCode == "" && out.Intent != nil {
-				next.FailureCode, next.FailureMessage = out.Intent.FailureCode, out.Intent.FailureMessage
-			}
-		}
-		if a.Status == AttemptWaiting {
-			applyWaiting(&next, out.Intent)
-		}
-	case OpCapture:
-		switch a.Status {
-		case AttemptSucceeded:
-			next.Status, next.AmountCaptured = StatusCaptured, capturedAmount(p.Amount, out.Intent)
-		case AttemptFailed:
-			eventType = "payment.capture_failed"
-			adoptIntent(&next, out.Intent)
-		}
-	case OpCancel:
-		switch a.Status {
-		case AttemptSucceeded:
-			next.Status = StatusCanceled
-			if abandoned(a) {
-				next.FailureCode, next.FailureMessage = FailureActionExpired, "the customer did not pay before the payment expired"
-			}
-		case AttemptFailed:
-			eventType = "payment.cancel_failed"
-			adoptIntent(&next, out.Intent)
-		}
-	case OpRefund:
-		r, err := tx.RefundByAttempt(ctx, a.ID)
-		if err != nil {
-			return nil, err
-		}
-		switch a.Status {
-		case AttemptSucceeded:
-			r.Status = RefundSucceeded
-			eventType = "payment.refunded"
-		case AttemptFailed:
-			r.Status = RefundFailed
-			eventType = "payment.refund_failed"
-		default:
-			r.Status = RefundUnknown
-		}
-		if out.Refund != nil {
-			r.ProviderRefundID = out.Refund.ID
-			a.ProviderObjectID = out.Refund.ID
-		}
-		r.UpdatedAt = now
-		if err := tx.RefundUpdate(ctx, r); err != nil {
-			return nil, err
-		}
-		if next.AmountRefunded, err = refundedTotal(ctx, tx, &next); err != nil {
-			return nil, err
-		}
-		details["refund_id"] = r.ID
-	}
-	action := "provider." + string(a.Operation)
-	moved := next.Status != p.Status && CanTransition(p.Status, next.Status)
-	if a.Status == AttemptWaiting {
-		st := next
-		if !moved {
-			st = *p
-		}
-		a.NextReconcileAt = s.waitingNext(&st, a, now)
-		if expiredAtProvider(out) {
-			a.NextReconcileAt = &now // due at once: cancel it at the provider
-		}
-	}
-	if err := tx.AttemptUpdateOutcome(ctx, a); err != nil {
-		return nil, err
-	}
-	if moved && next.Status.Final() && a.Operation != OpAuthorize {
-		if err := closeWaiting(ctx, tx, &next, now); err != nil {
-			return nil, err
-		}
-	}
-	if next.Status != p.Status && !moved {
-		// A stale or contradictory outcome never moves a payment backwards.
-		next.Status = p.Status
-		details["ignored"] = "transition not allowed"
-	}
-	if !moved && eventType == "" {
-		return a, tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: actor, Action: action, Details: details})
-	}
-	if !moved {
-		next.ProviderPaymentID, next.AmountCaptured = p.ProviderPaymentID, p.AmountCaptured
-		next.FailureCode, next.FailureMessage = p.FailureCode, p.FailureMessage
-		next.NextAction, next.ClientSecret, next.ActionExpiresAt = p.NextAction, p.ClientSecret, p.ActionExpiresAt
-	} else if next.Status != StatusRequiresAction {
-		// Nothing is left for the customer to do.
-		next.NextAction = nil
-	}
-	if err := tx.PaymentUpdate(ctx, &next); err != nil {
-		return nil, err
-	}
-	from := p.Status
-	*p = next
-	if moved {
-		s.metrics.PaymentTransition(from, p.Status)
-		if eventType != "" && eventType != "payment.refunded" {
-			// A refusal that showed the payment had moved on at the
-			// provider: the refusal, then the change it revealed.
-			if err := s.emit(ctx, tx, p, eventType); err != nil {
-				return nil, err
-			}
-			eventType = ""
-		}
-	}
-	if err := s.changed(ctx, tx, p, eventType, from, actor, action, "", details); err != nil {
-		return nil, err
-	}
-	return a, s.armRelease(ctx, tx, p, a.Operation, out.Intent, actor, now)
-}
-
 // attemptStatus classifies an outcome for an attempt of one operation.
 func attemptStatus(op Operation, out outcome) AttemptStatus {
 	switch out.Outcome {
@@ -470,7 +304,13 @@ func refundedTotal(ctx context.Context, tx Tx, p *Payment) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return min(max(own, p.ProviderAmountRefunded), p.AmountCaptured), nil
+	return refundedAmount(own, p), nil
+}
+
+// refundedAmount is refundedTotal given the sum of the payment's own
+// succeeded refunds.
+func refundedAmount(own int64, p *Payment) int64 {
+	return min(max(own, p.ProviderAmountRefunded), p.AmountCaptured)
 }
 
 func capturedAmount(amount int64, in *provider.Intent) int64 {

@@ -131,26 +131,49 @@ func (s *Service) ListByOrder(ctx context.Context, accountID, orderID string, li
 	return s.store.PaymentListByOrder(ctx, accountID, orderID, limit)
 }
 
-// changed writes the event and the audit entry of a state change, in the
-// caller's transaction.
-func (s *Service) changed(ctx context.Context, tx Tx, p *Payment, eventType string, from Status, actor, action, reason string, details map[string]any) error {
-	if details == nil {
-		details = map[string]any{}
+// Change is one state change of a payment as recorded: its audit entry
+// and its event(s).
+type Change struct {
+	// Payment is the payment as changed; its UpdatedAt dates the entry and
+	// the events.
+	Payment *Payment
+	// From is the status before; "" leaves it out of the audit details
+	// (the status did not move).
+	From Status
+	// Events are emitted in order after the audit entry; none emits
+	// "payment.<status>".
+	Events []string
+	// Audit carries the entry's actor, action, reason and details; the
+	// payment, the time, and from/to are filled in. Details is written
+	// to: a caller that reuses it sees from/to.
+	Audit AuditEntry
+}
+
+// write records a state change, in the caller's transaction: the audit
+// entry, then the event(s) (with the merchant webhooks).
+func (s *Service) write(ctx context.Context, tx Tx, c Change) error {
+	p, audit := c.Payment, c.Audit
+	if audit.Details == nil {
+		audit.Details = map[string]any{}
 	}
-	if from != "" {
-		details["from"] = string(from)
+	if c.From != "" {
+		audit.Details["from"] = string(c.From)
 	}
-	details["to"] = string(p.Status)
-	if err := tx.AuditInsert(ctx, AuditEntry{
-		AccountID: p.AccountID, PaymentID: p.ID, At: p.UpdatedAt,
-		Actor: actor, Action: action, Reason: reason, Details: details,
-	}); err != nil {
+	audit.Details["to"] = string(p.Status)
+	audit.AccountID, audit.PaymentID, audit.At = p.AccountID, p.ID, p.UpdatedAt
+	if err := tx.AuditInsert(ctx, audit); err != nil {
 		return err
 	}
-	if eventType == "" {
-		eventType = "payment." + string(p.Status)
+	events := c.Events
+	if len(events) == 0 {
+		events = []string{"payment." + string(p.Status)}
 	}
-	return s.emit(ctx, tx, p, eventType)
+	for _, ev := range events {
+		if err := s.emit(ctx, tx, p, ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // emit writes one event with the payment's snapshot, in the caller's

@@ -95,9 +95,23 @@ func applyWaiting(p *Payment, in *provider.Intent) {
 // the first poll, never later than just after its expiry, and soon after
 // it once it has expired (to cancel it at the provider).
 func (s *Service) waitingNext(p *Payment, a *Attempt, now time.Time) *time.Time {
-	backoff := s.waitMaxBackoff
+	return s.waitPolicy().next(p, a, now)
+}
+
+// waitPolicy is the polling schedule of payments that wait for the
+// customer (WaitPoll, WaitMaxBackoff), as a value decide can use.
+type waitPolicy struct {
+	poll, maxBackoff time.Duration
+}
+
+func (s *Service) waitPolicy() waitPolicy {
+	return waitPolicy{poll: s.waitPoll, maxBackoff: s.waitMaxBackoff}
+}
+
+func (w waitPolicy) next(p *Payment, a *Attempt, now time.Time) *time.Time {
+	backoff := w.maxBackoff
 	if a.ReconcileTries < 30 {
-		backoff = min(s.waitPoll<<a.ReconcileTries, s.waitMaxBackoff)
+		backoff = min(w.poll<<a.ReconcileTries, w.maxBackoff)
 	}
 	t := now.Add(backoff)
 	if e := p.ActionExpiresAt; e != nil && p.Status == StatusRequiresAction {
@@ -106,7 +120,7 @@ func (s *Service) waitingNext(p *Payment, a *Attempt, now time.Time) *time.Time 
 		case now.Before(due) && t.After(due):
 			t = due
 		case !now.Before(due):
-			t = now.Add(s.waitPoll)
+			t = now.Add(w.poll)
 		}
 	}
 	return &t
@@ -165,7 +179,7 @@ func (s *Service) expire(ctx context.Context, acct Account, paymentID, actor str
 		if err != nil {
 			return err
 		}
-		if _, err := s.record(ctx, tx, p, a.ID, out, actor, s.clock()); err != nil {
+		if _, err := s.apply(ctx, tx, p, a.ID, out, actor, s.clock()); err != nil {
 			return err
 		}
 		st = p.Status

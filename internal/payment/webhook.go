@@ -85,7 +85,7 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 			// started a new one since) says nothing about this attempt.
 		case n.Intent != nil && auth != nil && !p.Status.Final():
 			out := noticeOutcome(n)
-			a, err := s.record(ctx, tx, p, auth.ID, out, "webhook", now)
+			a, err := s.apply(ctx, tx, p, auth.ID, out, "webhook", now)
 			if err != nil {
 				return err
 			}
@@ -117,8 +117,8 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 				}
 			}
 			if total != before.AmountRefunded {
-				if err := s.changed(ctx, tx, p, "payment.refunded", "", "webhook", "webhook."+n.Type, "",
-					map[string]any{"event_id": n.EventID, "amount_refunded": total}); err != nil {
+				if err := s.write(ctx, tx, Change{Payment: p, Events: []string{"payment.refunded"}, Audit: AuditEntry{Actor: "webhook",
+					Action: "webhook." + n.Type, Details: map[string]any{"event_id": n.EventID, "amount_refunded": total}}}); err != nil {
 					return err
 				}
 			}
@@ -222,7 +222,8 @@ func (s *Service) applyIntent(ctx context.Context, tx Tx, p *Payment, n Notice, 
 		return err
 	}
 	s.metrics.PaymentTransition(from, to)
-	if err := s.changed(ctx, tx, p, "", from, "webhook", "webhook."+n.Type, "", map[string]any{"event_id": n.EventID}); err != nil {
+	if err := s.write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: "webhook", Action: "webhook." + n.Type,
+		Details: map[string]any{"event_id": n.EventID}}}); err != nil {
 		return err
 	}
 	return s.armRelease(ctx, tx, p, OpAuthorize, n.Intent, "webhook", now)
