@@ -61,87 +61,106 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 	outcome := DeliveryIgnored
 	var settled *Payment
 	err = s.store.WithTx(ctx, func(tx Tx) error {
-		now := s.clock()
-		var (
-			rec    idempotency.Record
-			hasKey bool
-		)
-		if auth != nil && n.Intent != nil {
-			r, err := tx.KeyLockByAttempt(ctx, auth.ID)
-			if err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
-			rec, hasKey = r, err == nil
-		}
-		p, err := tx.PaymentLock(ctx, acct.ID, p.ID)
-		if err != nil {
-			return err
-		}
-		before := *p
-		disputed := false
-		switch {
-		case n.Intent != nil && !currentIntent(p, n.Intent):
-			// An event about an earlier attempt's intent (an ops replay has
-			// started a new one since) says nothing about this attempt.
-		case n.Intent != nil && auth != nil && !p.Status.Final():
-			out := noticeOutcome(n)
-			a, err := s.apply(ctx, tx, p, auth.ID, out, "webhook", now)
-			if err != nil {
-				return err
-			}
-			if a.Status.Answered() && hasKey && rec.State != idempotency.StateCompleted {
-				if err := s.completeKey(ctx, tx, rec, p, a, now); err != nil {
-					return err
-				}
-			}
-		case n.Intent != nil:
-			if err := s.applyIntent(ctx, tx, p, n, now); err != nil {
-				return err
-			}
-		case n.Kind == provider.EventDispute && n.Dispute != nil:
-			if disputed, err = s.applyDispute(ctx, tx, p, n, now); err != nil {
-				return err
-			}
-		case n.Kind == provider.EventRefunded:
-			// The provider's total counts every refund it made, ours and any
-			// made elsewhere; the payment never shows less.
-			p.ProviderAmountRefunded = n.AmountRefunded
-			total, err := refundedTotal(ctx, tx, p)
-			if err != nil {
-				return err
-			}
-			if total != p.AmountRefunded || p.ProviderAmountRefunded != before.ProviderAmountRefunded {
-				p.AmountRefunded, p.UpdatedAt = total, now
-				if err := tx.PaymentUpdate(ctx, p); err != nil {
-					return err
-				}
-			}
-			if total != before.AmountRefunded {
-				if err := s.write(ctx, tx, Change{Payment: p, Events: []string{"payment.refunded"}, Audit: AuditEntry{Actor: "webhook",
-					Action: "webhook." + n.Type, Details: map[string]any{"event_id": n.EventID, "amount_refunded": total}}}); err != nil {
-					return err
-				}
-			}
-		}
-		if p.Status != before.Status || p.AmountRefunded != before.AmountRefunded || disputed {
-			outcome = DeliveryApplied
-		}
-		inserted, err := tx.DeliveryInsert(ctx, Delivery{AccountID: acct.ID, EventID: n.EventID, Type: n.Type,
-			Outcome: outcome, PaymentID: p.ID, ReceivedAt: now})
-		if err != nil {
-			return err
-		}
-		if !inserted {
-			return errDuplicateDelivery // undo the effect: it was applied the first time
-		}
-		settled = p
-		return nil
+		var err error
+		outcome, settled, err = s.applyNoticeTx(ctx, tx, acct, p.ID, auth, n)
+		return err
 	})
 	if errors.Is(err, errDuplicateDelivery) {
 		return DeliveryDuplicate, nil
 	}
 	s.sendReleases(ctx, acct, settled, "webhook")
 	return outcome, err
+}
+
+// applyNoticeTx applies an event to the locked payment and stores its
+// delivery; it returns the delivery's outcome, and the payment once stored.
+func (s *Service) applyNoticeTx(ctx context.Context, tx Tx, acct Account, paymentID string, auth *Attempt, n Notice) (string, *Payment, error) {
+	now := s.clock()
+	outcome := DeliveryIgnored
+	var k noticeKey
+	if auth != nil && n.Intent != nil {
+		r, err := tx.KeyLockByAttempt(ctx, auth.ID)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return outcome, nil, err
+		}
+		k = noticeKey{rec: r, ok: err == nil}
+	}
+	p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
+	if err != nil {
+		return outcome, nil, err
+	}
+	before := *p
+	disputed, err := s.noticeEffect(ctx, tx, p, auth, k, n, now)
+	if err != nil {
+		return outcome, nil, err
+	}
+	if p.Status != before.Status || p.AmountRefunded != before.AmountRefunded || disputed {
+		outcome = DeliveryApplied
+	}
+	inserted, err := tx.DeliveryInsert(ctx, Delivery{AccountID: acct.ID, EventID: n.EventID, Type: n.Type,
+		Outcome: outcome, PaymentID: p.ID, ReceivedAt: now})
+	if err != nil {
+		return outcome, nil, err
+	}
+	if !inserted {
+		return outcome, nil, errDuplicateDelivery // undo the effect: it was applied the first time
+	}
+	return outcome, p, nil
+}
+
+// noticeKey is the client's idempotency key of the attempt an event may
+// resolve, locked; ok tells there is one.
+type noticeKey struct {
+	rec idempotency.Record
+	ok  bool
+}
+
+// noticeEffect is the business effect of an event on the locked payment;
+// it reports whether a dispute changed.
+func (s *Service) noticeEffect(ctx context.Context, tx Tx, p *Payment, auth *Attempt, k noticeKey, n Notice, now time.Time) (bool, error) {
+	switch {
+	case n.Intent != nil && !currentIntent(p, n.Intent):
+		// An event about an earlier attempt's intent (an ops replay has
+		// started a new one since) says nothing about this attempt.
+	case n.Intent != nil && auth != nil && !p.Status.Final():
+		a, err := s.apply(ctx, tx, p, auth.ID, noticeOutcome(n), "webhook", now)
+		if err != nil {
+			return false, err
+		}
+		if a.Status.Answered() && k.ok && k.rec.State != idempotency.StateCompleted {
+			return false, s.completeKey(ctx, tx, k.rec, p, a, now)
+		}
+	case n.Intent != nil:
+		return false, s.applyIntent(ctx, tx, p, n, now)
+	case n.Kind == provider.EventDispute && n.Dispute != nil:
+		return s.applyDispute(ctx, tx, p, n, now)
+	case n.Kind == provider.EventRefunded:
+		return false, s.applyRefunded(ctx, tx, p, n, now)
+	}
+	return false, nil
+}
+
+// applyRefunded records the provider's refunded total. It counts every
+// refund the provider made, ours and any made elsewhere; the payment never
+// shows less.
+func (s *Service) applyRefunded(ctx context.Context, tx Tx, p *Payment, n Notice, now time.Time) error {
+	before := *p
+	p.ProviderAmountRefunded = n.AmountRefunded
+	total, err := refundedTotal(ctx, tx, p)
+	if err != nil {
+		return err
+	}
+	if total != p.AmountRefunded || p.ProviderAmountRefunded != before.ProviderAmountRefunded {
+		p.AmountRefunded, p.UpdatedAt = total, now
+		if err := tx.PaymentUpdate(ctx, p); err != nil {
+			return err
+		}
+	}
+	if total == before.AmountRefunded {
+		return nil
+	}
+	return s.write(ctx, tx, Change{Payment: p, Events: []string{"payment.refunded"}, Audit: AuditEntry{Actor: "webhook",
+		Action: "webhook." + n.Type, Details: map[string]any{"event_id": n.EventID, "amount_refunded": total}}})
 }
 
 func (s *Service) findNoticePayment(ctx context.Context, acct Account, n Notice) (*Payment, error) {
