@@ -84,15 +84,15 @@ func (s *Service) apply(ctx context.Context, tx Tx, p *Payment, attemptID string
 		}
 	}
 	t := decide(*p, *a, out, f)
-	if err := s.commitTransition(ctx, tx, p, t, now); err != nil {
+	if err := s.writeTransition(ctx, tx, p, t, now); err != nil {
 		return nil, err
 	}
 	return &t.Attempt, nil
 }
 
-// commitTransition writes a decided transition in the caller's transaction, and
+// writeTransition writes a decided transition in the caller's transaction, and
 // leaves p as stored.
-func (s *Service) commitTransition(ctx context.Context, tx Tx, p *Payment, t Transition, now time.Time) error {
+func (s *Service) writeTransition(ctx context.Context, tx Tx, p *Payment, t Transition, now time.Time) error {
 	if t.Settled {
 		return nil
 	}
