@@ -140,8 +140,8 @@ type Change struct {
 	// From is the status before; "" leaves it out of the audit details
 	// (the status did not move).
 	From Status
-	// Events are emitted in order after the audit entry; none emits
-	// "payment.<status>".
+	// Events are emitted in order after the audit entry; none, or "",
+	// emits "payment.<status>".
 	Events []string
 	// Audit carries the entry's actor, action, reason and details; the
 	// payment, the time, and from/to are filled in. Details is written
@@ -166,9 +166,12 @@ func (s *Service) write(ctx context.Context, tx Tx, c Change) error {
 	}
 	events := c.Events
 	if len(events) == 0 {
-		events = []string{"payment." + string(p.Status)}
+		events = []string{""}
 	}
 	for _, ev := range events {
+		if ev == "" {
+			ev = "payment." + string(p.Status)
+		}
 		if err := s.emit(ctx, tx, p, ev); err != nil {
 			return err
 		}
