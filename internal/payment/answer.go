@@ -22,12 +22,12 @@ type answerer interface {
 type answerPayment struct{ s *Service }
 
 func (ap answerPayment) Answer(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Answer, error) {
-	return ap.s.render(ctx, tx, p, a)
+	return ap.s.PaymentAnswer(ctx, tx, p, a)
 }
 
-// render is the default answer: the payment when nothing was sent, else
+// PaymentAnswer is the default answer: the payment when nothing was sent, else
 // the attempt's operation.
-func (s *Service) render(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Answer, error) {
+func (s *Service) PaymentAnswer(ctx context.Context, tx Tx, p *Payment, a *Attempt) (idempotency.Answer, error) {
 	if a != nil {
 		return s.respond(ctx, tx, p, a)
 	}

@@ -23,7 +23,7 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 	ans, err := s.Execute(ctx, acct, k, &creating{answerPayment{s}, acct, req})
 	if errors.Is(err, ErrLiveOrderConflict) {
 		s.metrics.Idempotency(op, "conflict")
-		return idempotency.Answer{}, s.liveOrderError(ctx, acct.ID, req.OrderID)
+		return idempotency.Answer{}, s.LiveOrderError(ctx, acct.ID, req.OrderID)
 	}
 	if ErrorCode(err) == CodeOrderHasActivePayment {
 		s.metrics.Idempotency(op, "conflict")
@@ -65,19 +65,19 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 	}
 	if n > 1 {
 		// An earlier payment's intent may still be payable.
-		if err := checkOrderHeld(ctx, tx, c.acct.ID, req.OrderID, CodeOrderHasActivePayment); err != nil {
+		if err := CheckOrderHeld(ctx, tx, c.acct.ID, req.OrderID, CodeOrderHasActivePayment); err != nil {
 			return Started{}, err
 		}
 	}
-	a, err := s.insertAuthorizeAttempt(ctx, tx, p, at.AttemptID, n, at.Now)
+	a, err := s.InsertAuthorizeAttempt(ctx, tx, p, at.AttemptID, n, at.Now)
 	if err != nil {
 		return Started{}, err
 	}
-	return Send(p, a), s.write(ctx, tx, Change{Payment: p, Audit: AuditEntry{Actor: "api", Action: "payment.created", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey}}})
+	return Send(p, a), s.Write(ctx, tx, Change{Payment: p, Audit: AuditEntry{Actor: "api", Action: "payment.created", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey}}})
 }
 
-// liveOrderError names the payment that keeps an order from a second one.
-func (s *Service) liveOrderError(ctx context.Context, accountID, orderID string) error {
+// LiveOrderError names the payment that keeps an order from a second one.
+func (s *Service) LiveOrderError(ctx context.Context, accountID, orderID string) error {
 	e := Errorf(CodeOrderHasActivePayment, "order %s already has a payment that is in progress or succeeded", orderID)
 	if live, err := s.store.PaymentLiveByOrder(ctx, accountID, orderID); err == nil {
 		e.PaymentID = live.ID
@@ -85,8 +85,8 @@ func (s *Service) liveOrderError(ctx context.Context, accountID, orderID string)
 	return e
 }
 
-// insertAuthorizeAttempt writes authorization attempt n of a payment.
-func (s *Service) insertAuthorizeAttempt(ctx context.Context, tx Tx, p *Payment, id string, n int, now time.Time) (*Attempt, error) {
+// InsertAuthorizeAttempt writes authorization attempt n of a payment.
+func (s *Service) InsertAuthorizeAttempt(ctx context.Context, tx Tx, p *Payment, id string, n int, now time.Time) (*Attempt, error) {
 	a, err := s.newAuthorizeAttempt(p, id, n, now)
 	if err != nil {
 		return nil, err

@@ -562,7 +562,7 @@ func (d *Discrepancies) adopt(ctx context.Context, tx Tx, p *Payment, kind Discr
 		if err := tx.PaymentSetDisputes(ctx, p); err != nil {
 			return err
 		}
-		return d.s.write(ctx, tx, Change{Payment: p, Events: []string{event}, Audit: AuditEntry{Actor: r.Actor, Action: "discrepancy.adopt_provider_state", Reason: r.Reason, Details: details}})
+		return d.s.Write(ctx, tx, Change{Payment: p, Events: []string{event}, Audit: AuditEntry{Actor: r.Actor, Action: "discrepancy.adopt_provider_state", Reason: r.Reason, Details: details}})
 	default:
 		return fmt.Errorf("payment: unknown discrepancy kind %q", kind)
 	}
@@ -572,7 +572,7 @@ func (d *Discrepancies) adopt(ctx context.Context, tx Tx, p *Payment, kind Discr
 	}
 	if from != p.Status {
 		d.s.metrics.PaymentTransition(from, p.Status)
-		return d.s.write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: r.Actor, Action: "discrepancy.adopt_provider_state", Reason: r.Reason, Details: details}})
+		return d.s.Write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: r.Actor, Action: "discrepancy.adopt_provider_state", Reason: r.Reason, Details: details}})
 	}
-	return d.s.write(ctx, tx, Change{Payment: p, Events: []string{event}, Audit: AuditEntry{Actor: r.Actor, Action: "discrepancy.adopt_provider_state", Reason: r.Reason, Details: details}})
+	return d.s.Write(ctx, tx, Change{Payment: p, Events: []string{event}, Audit: AuditEntry{Actor: r.Actor, Action: "discrepancy.adopt_provider_state", Reason: r.Reason, Details: details}})
 }

@@ -136,6 +136,6 @@ func (s *Service) applyDispute(ctx context.Context, tx Tx, p *Payment, n Notice,
 	if d.Closed {
 		ev = "payment.dispute_closed"
 	}
-	return true, s.write(ctx, tx, Change{Payment: p, Events: []string{ev}, Audit: AuditEntry{Actor: "webhook", Action: "webhook." + n.Type,
+	return true, s.Write(ctx, tx, Change{Payment: p, Events: []string{ev}, Audit: AuditEntry{Actor: "webhook", Action: "webhook." + n.Type,
 		Details: map[string]any{"event_id": n.EventID, "dispute_id": d.ID, "dispute_status": d.Status, "amount": d.Amount}}})
 }

@@ -139,7 +139,7 @@ func (s *Service) Execute(ctx context.Context, acct Account, k Key, m Mutation) 
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	s.sendReleases(ctx, acct, st.payment, r.work.actor)
+	s.SendReleases(ctx, acct, st.payment, r.work.actor)
 	return st.answer, nil
 }
 
@@ -278,8 +278,8 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, k Key, m Mutation, now ti
 // crash during or right after it leaves what reserve left, and the outcome
 // with the provider alone: recovery re-sends the same key, which the
 // provider replays, or looks the object up once the key may be forgotten.
-func (s *Service) callProvider(ctx context.Context, acct Account, w work) outcome {
-	return s.call(ctx, acct, w.payment, w.attempt, w.recovered)
+func (s *Service) callProvider(ctx context.Context, acct Account, w work) Outcome {
+	return s.CallProvider(ctx, acct, w.payment, w.attempt, w.recovered)
 }
 
 // settled is the result of settle.
@@ -294,7 +294,7 @@ type settled struct {
 // outcome is). A crash right after it, before the answer reaches the
 // client, leaves a completed key that the client's retry replays byte for
 // byte; an unknown one is recovered by the retry or the reconciler.
-func (s *Service) settle(ctx context.Context, acct Account, w work, out outcome) (settled, error) {
+func (s *Service) settle(ctx context.Context, acct Account, w work, out Outcome) (settled, error) {
 	return settleTx(ctx, s, w.attempt, func(ctx context.Context, tx Tx) (settled, error) {
 		now := s.clock()
 		// Lock order everywhere: key, then payment. The payment and the
@@ -313,7 +313,7 @@ func (s *Service) settle(ctx context.Context, acct Account, w work, out outcome)
 			// finished first with the same provider key.
 			return settled{answer: idempotency.Answer{Kind: rec.ResponseKind, Body: rec.ResponseBody}}, nil
 		}
-		a, err := s.apply(ctx, tx, p, w.attempt.ID, out, w.actor, now)
+		a, err := s.Apply(ctx, tx, p, w.attempt.ID, out, w.actor, now)
 		if err != nil {
 			return settled{}, err
 		}

@@ -138,7 +138,7 @@ func (r *refunding) Start(ctx context.Context, tx Tx, at Reserved) (Started, err
 	if available := p.AmountCaptured - p.AmountRefunded - pending; r.amount > available {
 		return Started{}, Errorf(CodeRefundExceedsCaptured, "the refund of %d exceeds the %d still refundable", r.amount, max(available, 0))
 	}
-	rf, a, err := r.s.startRefund(ctx, tx, p, at.AttemptID, r.amount, p.ProviderPaymentID, at.Now)
+	rf, a, err := r.s.StartRefund(ctx, tx, p, at.AttemptID, r.amount, p.ProviderPaymentID, at.Now)
 	if err != nil {
 		return Started{}, err
 	}
@@ -146,9 +146,9 @@ func (r *refunding) Start(ctx context.Context, tx Tx, at Reserved) (Started, err
 		Action: "estornar.requested", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "refund_id": rf.ID, "amount": r.amount}})
 }
 
-// startRefund writes a refund of a locked payment and the attempt that
+// StartRefund writes a refund of a locked payment and the attempt that
 // sends it: the n-th refund of an order goes with {order}:estornar-v{n}.
-func (s *Service) startRefund(ctx context.Context, tx Tx, p *Payment, attemptID string, amount int64, intentID string, now time.Time) (*Refund, *Attempt, error) {
+func (s *Service) StartRefund(ctx context.Context, tx Tx, p *Payment, attemptID string, amount int64, intentID string, now time.Time) (*Refund, *Attempt, error) {
 	n, err := tx.NextAttemptNumber(ctx, p.AccountID, p.OrderID, OpRefund)
 	if err != nil {
 		return nil, nil, err

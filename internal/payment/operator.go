@@ -70,7 +70,7 @@ func (s *Service) AdminCancel(ctx context.Context, accounts Accounts, key, payme
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	return s.Cancel(withReason(withActor(ctx, actor), reason), acct, key, p.ID)
+	return s.Cancel(WithReason(WithActor(ctx, actor), reason), acct, key, p.ID)
 }
 
 // AgeCount is how many payments in one status have been in it for one age

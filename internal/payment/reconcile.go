@@ -90,7 +90,7 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 	if err != nil {
 		return Resolution{}, err
 	}
-	out := s.call(ctx, acct, p, a, true)
+	out := s.CallProvider(ctx, acct, p, a, true)
 	var settled *Payment
 	err = s.settleAttempt(ctx, a, func(ctx context.Context, tx Tx) error {
 		now := s.clock()
@@ -110,7 +110,7 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 		// Another path (a webhook, the client's retry) resolved it while
 		// the provider was being asked: that path owns the resolution.
 		res.ByOther = cur.Status.Resolved()
-		stored, err := s.apply(ctx, tx, p, a.ID, out, actor, now)
+		stored, err := s.Apply(ctx, tx, p, a.ID, out, actor, now)
 		if err != nil {
 			return err
 		}
@@ -137,17 +137,17 @@ func (s *Service) ReconcileAttempt(ctx context.Context, acct Account, a *Attempt
 		if !stored.Status.Answered() || !hasKey || rec.State == idempotency.StateCompleted {
 			return nil
 		}
-		return s.completeKey(ctx, tx, rec, p, stored, now)
+		return s.CompleteKey(ctx, tx, rec, p, stored, now)
 	})
 	if err == nil {
-		s.sendReleases(ctx, acct, settled, actor)
+		s.SendReleases(ctx, acct, settled, actor)
 	}
 	if err != nil || !res.Waiting || res.ByOther {
 		return res, err
 	}
 	// A Pix or Boleto past its expiry that the provider still shows open is
 	// canceled there, so it can no longer be paid, before it ends here.
-	if st, expired, err := s.expire(ctx, acct, a.PaymentID, actor, expiredAtProvider(out)); err != nil {
+	if st, expired, err := s.Expire(ctx, acct, a.PaymentID, actor, expiredAtProvider(out)); err != nil {
 		return res, err
 	} else if expired {
 		res.Status, res.Waiting, res.Resolved = string(st), false, st.Final()
@@ -300,8 +300,8 @@ func ParseStatuses(v string) ([]Status, error) {
 	return out, nil
 }
 
-// completeKey stores the answer a waiting client key will replay.
-func (s *Service) completeKey(ctx context.Context, tx Tx, rec idempotency.Record, p *Payment, a *Attempt, now time.Time) error {
+// CompleteKey stores the answer a waiting client key will replay.
+func (s *Service) CompleteKey(ctx context.Context, tx Tx, rec idempotency.Record, p *Payment, a *Attempt, now time.Time) error {
 	var m answerer = answerPayment{s}
 	if rec.Scope.Operation == idempotency.OpAdminResolve {
 		m = answerResolution{s: s}

@@ -35,12 +35,12 @@ func payable(in *provider.Intent) bool {
 	return true
 }
 
-// armRelease writes, in the caller's transaction, the cancel of the intent
+// ArmRelease writes, in the caller's transaction, the cancel of the intent
 // of a payment whose authorization has just ended declined or failed while
 // the intent may still be paid. It is written without a lease: the path that
 // recorded the decline claims and sends it once its transaction commits,
 // and the reconciler takes it if that path cannot.
-func (s *Service) armRelease(ctx context.Context, tx Tx, p *Payment, op Operation, in *provider.Intent, actor string, now time.Time) error {
+func (s *Service) ArmRelease(ctx context.Context, tx Tx, p *Payment, op Operation, in *provider.Intent, actor string, now time.Time) error {
 	if !needsRelease(p, op, in) {
 		return nil
 	}
@@ -83,10 +83,10 @@ func paidStatus(in *provider.Intent) Status {
 	return ""
 }
 
-// sendReleases sends, right away, the releases armed for a payment that
+// SendReleases sends, right away, the releases armed for a payment that
 // has just ended declined or failed. One that cannot be sent or confirmed
 // now is left to the reconciler, and holds the order meanwhile.
-func (s *Service) sendReleases(ctx context.Context, acct Account, p *Payment, actor string) {
+func (s *Service) SendReleases(ctx context.Context, acct Account, p *Payment, actor string) {
 	if p == nil || (p.Status != StatusDeclined && p.Status != StatusFailed) {
 		return
 	}
@@ -108,13 +108,13 @@ func (s *Service) sendReleases(ctx context.Context, acct Account, p *Payment, ac
 		if err != nil {
 			continue // another path holds it, or the database is away: the reconciler owns it
 		}
-		out := s.call(ctx, acct, p, claimed, !first)
+		out := s.CallProvider(ctx, acct, p, claimed, !first)
 		_ = s.settleAttempt(ctx, claimed, func(ctx context.Context, tx Tx) error {
 			cur, err := tx.PaymentLock(ctx, acct.ID, claimed.PaymentID)
 			if err != nil {
 				return err
 			}
-			_, err = s.apply(ctx, tx, cur, claimed.ID, out, actor, s.clock())
+			_, err = s.Apply(ctx, tx, cur, claimed.ID, out, actor, s.clock())
 			return err
 		})
 	}
@@ -128,11 +128,11 @@ func orderHeld(paymentID string) *Error {
 	return e
 }
 
-// checkOrderHeld refuses a next attempt for an order while a release of an
+// CheckOrderHeld refuses a next attempt for an order while a release of an
 // earlier payment is unsettled. Call it after the statement that may have
 // waited for the transaction recording a decline, so its snapshot sees the
 // release armed there.
-func checkOrderHeld(ctx context.Context, tx Tx, accountID, orderID string, code Code) error {
+func CheckOrderHeld(ctx context.Context, tx Tx, accountID, orderID string, code Code) error {
 	held, err := tx.OrderHeldBy(ctx, accountID, orderID)
 	if errors.Is(err, ErrNotFound) {
 		return nil

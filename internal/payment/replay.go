@@ -9,16 +9,16 @@ import (
 
 type actorKey struct{}
 
-// withActor names who acts in the audit trail of the work done under ctx.
-func withActor(ctx context.Context, actor string) context.Context {
+// WithActor names who acts in the audit trail of the work done under ctx.
+func WithActor(ctx context.Context, actor string) context.Context {
 	return context.WithValue(ctx, actorKey{}, actor)
 }
 
 type reasonKey struct{}
 
-// withReason gives an operator's reason to the audit entries of the work
+// WithReason gives an operator's reason to the audit entries of the work
 // done under ctx.
-func withReason(ctx context.Context, reason string) context.Context {
+func WithReason(ctx context.Context, reason string) context.Context {
 	return context.WithValue(ctx, reasonKey{}, reason)
 }
 
@@ -57,9 +57,9 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	ans, err := s.Execute(withActor(ctx, actor), acct, k, &replaying{answerPayment{s}, acct, before, actor, reason})
+	ans, err := s.Execute(WithActor(ctx, actor), acct, k, &replaying{answerPayment{s}, acct, before, actor, reason})
 	if errors.Is(err, ErrLiveOrderConflict) {
-		return idempotency.Answer{}, s.liveOrderError(ctx, acct.ID, before.OrderID)
+		return idempotency.Answer{}, s.LiveOrderError(ctx, acct.ID, before.OrderID)
 	}
 	// A replay that made a new attempt answers created whatever that
 	// attempt's outcome; the payment it carries says whether it is still
@@ -123,7 +123,7 @@ func (rp *replaying) newAttempt(ctx context.Context, tx Tx, p *Payment, at Reser
 	}
 	// Once under the lock its own release was armed under, once after
 	// the update, which may have waited for another payment to end.
-	if err := checkOrderHeld(ctx, tx, rp.acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
+	if err := CheckOrderHeld(ctx, tx, rp.acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
 		return Started{}, err
 	}
 	from := p.Status
@@ -137,13 +137,13 @@ func (rp *replaying) newAttempt(ctx context.Context, tx Tx, p *Payment, at Reser
 	if err := tx.PaymentUpdate(ctx, p); err != nil {
 		return Started{}, err
 	}
-	if err := checkOrderHeld(ctx, tx, rp.acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
+	if err := CheckOrderHeld(ctx, tx, rp.acct.ID, p.OrderID, CodeOutcomeUnknown); err != nil {
 		return Started{}, err
 	}
-	a, err := rp.s.insertAuthorizeAttempt(ctx, tx, p, at.AttemptID, n, at.Now)
+	a, err := rp.s.InsertAuthorizeAttempt(ctx, tx, p, at.AttemptID, n, at.Now)
 	if err != nil {
 		return Started{}, err
 	}
-	return Send(p, a), rp.s.write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: rp.actor, Action: "replay.new_attempt", Reason: rp.reason,
+	return Send(p, a), rp.s.Write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: rp.actor, Action: "replay.new_attempt", Reason: rp.reason,
 		Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "replaces_attempt_id": last.ID, "replaces_provider_key": last.ProviderKey}}})
 }

@@ -64,7 +64,7 @@ func (d *Discrepancies) Resolve(ctx context.Context, key, id string, r ResolveRe
 	}
 	rs := &resolving{answerResolution: answerResolution{s: d.s, id: id}, d: d, acct: acct,
 		paymentID: dsc.PaymentID, req: r, keyHash: k.Scope.KeyHash}
-	ans, err := d.s.Execute(withReason(withActor(ctx, r.Actor), r.Reason), acct, k, rs)
+	ans, err := d.s.Execute(WithReason(WithActor(ctx, r.Actor), r.Reason), acct, k, rs)
 	if err != nil && rs.claimed {
 		// Nothing was started: another resolve may act at once, not only
 		// once the claim has lapsed. A started refund already ended it.
@@ -180,7 +180,7 @@ func (rs *resolving) startRefund(ctx context.Context, tx Tx, dtx DiscrepancyTx, 
 	if intentStatus(in) != StatusCaptured || amount <= 0 {
 		return nil, Errorf(CodeInvalidState, "the provider holds nothing to refund for this payment")
 	}
-	r, a, err := rs.d.s.startRefund(ctx, tx, p, attemptID, amount, in.ID, now)
+	r, a, err := rs.d.s.StartRefund(ctx, tx, p, attemptID, amount, in.ID, now)
 	if err != nil {
 		return nil, err
 	}
@@ -313,9 +313,9 @@ func (s *Service) adoptShown(ctx context.Context, tx Tx, p *Payment, dsc *Discre
 	res := dsc.Resolution
 	if from != StatusCaptured {
 		s.metrics.PaymentTransition(from, p.Status)
-		return s.write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: res.Actor,
+		return s.Write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: res.Actor,
 			Action: "discrepancy.adopt_provider_state", Reason: res.Reason, Details: maps.Clone(details)}})
 	}
-	return s.write(ctx, tx, Change{Payment: p, Events: []string{"payment.captured"}, Audit: AuditEntry{Actor: res.Actor,
+	return s.Write(ctx, tx, Change{Payment: p, Events: []string{"payment.captured"}, Audit: AuditEntry{Actor: res.Actor,
 		Action: "discrepancy.adopt_provider_state", Reason: res.Reason, Details: maps.Clone(details)}})
 }

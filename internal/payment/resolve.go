@@ -11,8 +11,8 @@ import (
 	"github.com/acmepay/payments/internal/provider"
 )
 
-// outcome is a classified provider answer for any operation.
-type outcome struct {
+// Outcome is a classified provider answer for any operation.
+type Outcome struct {
 	provider.Result
 	Refund *provider.Refund
 }
@@ -42,7 +42,7 @@ func (s *Service) resendUntil(a *Attempt) time.Time {
 	return a.CreatedAt.Add(s.keyRetention - s.resendMargin)
 }
 
-// call learns the outcome of an attempt without ever starting a new one.
+// CallProvider learns the outcome of an attempt without ever starting a new one.
 // A first send sends the attempt's request. A recovery (recovered is set:
 // the key may have been sent before) asks the provider for a known object;
 // inside the key's re-send window it re-sends the exact request with its
@@ -50,7 +50,7 @@ func (s *Service) resendUntil(a *Attempt) time.Time {
 // instead of acting twice; past the window, where a re-sent key would act
 // again, it only looks objects up. provider.Judge decides what each answer
 // proves.
-func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt, recovered bool) outcome {
+func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a *Attempt, recovered bool) Outcome {
 	now := s.clock()
 	timeout := s.providerTimeout
 	until := s.resendUntil(a)
@@ -67,7 +67,7 @@ func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt
 	defer cancel()
 	start := time.Now()
 	var (
-		out  outcome
+		out  Outcome
 		verb = "send"
 	)
 	switch {
@@ -93,12 +93,12 @@ func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt
 // provider's objects: the intent an authorization made (searched by the
 // payment's id), the intent a capture or cancel acted on, or the refund
 // carrying the service's refund id.
-func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attempt, now time.Time) (string, outcome) {
-	notFound := func(err error) outcome {
+func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attempt, now time.Time) (string, Outcome) {
+	notFound := func(err error) Outcome {
 		if !errors.Is(err, provider.ErrNotFound) {
 			return intentOutcome(nil, err)
 		}
-		out := outcome{Result: provider.Result{Answer: provider.AnswerNotFound, Err: err}}
+		out := Outcome{Result: provider.Result{Answer: provider.AnswerNotFound, Err: err}}
 		out.Outcome = provider.Judge(out.Answer, provider.Send{Recovery: true, PastGrace: now.Sub(a.CreatedAt) >= s.searchGrace})
 		if out.Outcome == provider.Failed {
 			out.FailureCode, out.FailureMessage = "not_found_at_provider", "the provider has no record of this attempt"
@@ -127,7 +127,7 @@ func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attem
 	default:
 		var req provider.RefundRequest
 		if err := json.Unmarshal(a.Request, &req); err != nil {
-			return "list_refunds", outcome{Result: provider.Result{Outcome: provider.Unknown, Err: err}}
+			return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Unknown, Err: err}}
 		}
 		refunds, err := s.provider.ListRefunds(ctx, acct.Credentials, req.IntentID)
 		if err != nil {
@@ -135,7 +135,7 @@ func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attem
 		}
 		for i := range refunds {
 			if id := req.Metadata["refund_id"]; id != "" && refunds[i].Metadata["refund_id"] == id {
-				return "list_refunds", outcome{Result: provider.Result{Outcome: provider.Judge(provider.AnswerObject, provider.Send{Recovery: true}),
+				return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Judge(provider.AnswerObject, provider.Send{Recovery: true}),
 					Answer: provider.AnswerObject}, Refund: &refunds[i]}
 			}
 		}
@@ -146,9 +146,9 @@ func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attem
 }
 
 // send sends the attempt's stored request unchanged.
-func (s *Service) send(ctx context.Context, acct Account, a *Attempt) outcome {
-	fail := func(err error) outcome {
-		return outcome{Result: provider.Result{Answer: provider.AnswerIndeterminate, Err: err}}
+func (s *Service) send(ctx context.Context, acct Account, a *Attempt) Outcome {
+	fail := func(err error) Outcome {
+		return Outcome{Result: provider.Result{Answer: provider.AnswerIndeterminate, Err: err}}
 	}
 	switch a.Operation {
 	case OpAuthorize:
@@ -156,60 +156,60 @@ func (s *Service) send(ctx context.Context, acct Account, a *Attempt) outcome {
 		if err := json.Unmarshal(a.Request, &r); err != nil {
 			return fail(err)
 		}
-		return outcome{Result: s.provider.Authorize(ctx, acct.Credentials, r)}
+		return Outcome{Result: s.provider.Authorize(ctx, acct.Credentials, r)}
 	case OpCapture:
 		var r provider.CaptureRequest
 		if err := json.Unmarshal(a.Request, &r); err != nil {
 			return fail(err)
 		}
-		return outcome{Result: s.provider.Capture(ctx, acct.Credentials, r)}
+		return Outcome{Result: s.provider.Capture(ctx, acct.Credentials, r)}
 	case OpCancel:
 		var r provider.CancelRequest
 		if err := json.Unmarshal(a.Request, &r); err != nil {
 			return fail(err)
 		}
-		return outcome{Result: s.provider.Cancel(ctx, acct.Credentials, r)}
+		return Outcome{Result: s.provider.Cancel(ctx, acct.Credentials, r)}
 	default:
 		var r provider.RefundRequest
 		if err := json.Unmarshal(a.Request, &r); err != nil {
 			return fail(err)
 		}
 		rr := s.provider.Refund(ctx, acct.Credentials, r)
-		return outcome{Result: provider.Result{Answer: rr.Answer, Resent: rr.Resent, FailureCode: rr.FailureCode,
+		return Outcome{Result: provider.Result{Answer: rr.Answer, Resent: rr.Resent, FailureCode: rr.FailureCode,
 			FailureMessage: rr.FailureMessage, Err: rr.Err}, Refund: rr.Refund}
 	}
 }
 
 // intentOutcome judges a lookup of an intent; a lookup that could not ask
 // is indeterminate.
-func intentOutcome(in *provider.Intent, err error) outcome {
+func intentOutcome(in *provider.Intent, err error) Outcome {
 	a := provider.AnswerObject
 	if err != nil {
 		a = provider.AnswerIndeterminate
 	}
-	return outcome{Result: provider.Result{Outcome: provider.Judge(a, provider.Send{Recovery: true}), Answer: a, Intent: in, Err: err}}
+	return Outcome{Result: provider.Result{Outcome: provider.Judge(a, provider.Send{Recovery: true}), Answer: a, Intent: in, Err: err}}
 }
 
 // inferFromIntent decides a capture or cancel from the intent's state, once
 // the provider may have forgotten the attempt's key: the operation's own
 // end state proves it happened; any other settled state proves it did not.
-func inferFromIntent(op Operation, in *provider.Intent) outcome {
+func inferFromIntent(op Operation, in *provider.Intent) Outcome {
 	done := (op == OpCapture && in.State == provider.IntentCaptured) || (op == OpCancel && in.State == provider.IntentCanceled)
 	switch {
 	case done:
-		return outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject, Intent: in}}
+		return Outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject, Intent: in}}
 	case in.State == provider.IntentAuthorized, in.State == provider.IntentCaptured, in.State == provider.IntentCanceled,
 		// A cancel that reached the provider takes effect at once: an
 		// intent in any other known state was never canceled.
 		op == OpCancel && in.State != provider.IntentOther:
-		return outcome{Result: provider.Result{Outcome: provider.Failed, Answer: provider.AnswerObject, Intent: in,
+		return Outcome{Result: provider.Result{Outcome: provider.Failed, Answer: provider.AnswerObject, Intent: in,
 			FailureCode: "no_effect_at_provider", FailureMessage: "the provider shows the payment " + string(in.State)}}
 	}
-	return outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerObject, Intent: in}}
+	return Outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerObject, Intent: in}}
 }
 
 // attemptStatus classifies an outcome for an attempt of one operation.
-func attemptStatus(op Operation, out outcome) AttemptStatus {
+func attemptStatus(op Operation, out Outcome) AttemptStatus {
 	switch out.Outcome {
 	case provider.Declined:
 		if op == OpAuthorize {
@@ -221,7 +221,7 @@ func attemptStatus(op Operation, out outcome) AttemptStatus {
 	case provider.Succeeded:
 		switch op {
 		case OpAuthorize:
-			switch authorizationStatus(out) {
+			switch AuthorizationStatus(out) {
 			case StatusAuthorized, StatusCaptured, StatusCanceled:
 				return AttemptSucceeded
 			case StatusDeclined:
@@ -249,9 +249,9 @@ func attemptStatus(op Operation, out outcome) AttemptStatus {
 	return AttemptUnknown
 }
 
-// authorizationStatus maps an authorization outcome to the payment's
+// AuthorizationStatus maps an authorization outcome to the payment's
 // status. When in doubt: unknown.
-func authorizationStatus(out outcome) Status {
+func AuthorizationStatus(out Outcome) Status {
 	switch out.Outcome {
 	case provider.Declined:
 		return StatusDeclined
@@ -294,12 +294,12 @@ func adoptIntent(p *Payment, in *provider.Intent) {
 	}
 }
 
-// refundedTotal is what the payment shows as refunded: the larger of the
+// RefundedTotal is what the payment shows as refunded: the larger of the
 // sum of its own refunds the provider made and the total the provider last
 // reported (which also counts refunds made elsewhere, as in its dashboard),
 // never more than was captured. Call it under the payment's lock whenever a
 // refund resolves or a refund event arrives.
-func refundedTotal(ctx context.Context, tx Tx, p *Payment) (int64, error) {
+func RefundedTotal(ctx context.Context, tx Tx, p *Payment) (int64, error) {
 	own, err := tx.RefundSumSucceeded(ctx, p.ID)
 	if err != nil {
 		return 0, err

@@ -149,9 +149,9 @@ type Change struct {
 	Audit AuditEntry
 }
 
-// write records a state change, in the caller's transaction: the audit
+// Write records a state change, in the caller's transaction: the audit
 // entry, then the event(s) (with the merchant webhooks).
-func (s *Service) write(ctx context.Context, tx Tx, c Change) error {
+func (s *Service) Write(ctx context.Context, tx Tx, c Change) error {
 	p, audit := c.Payment, c.Audit
 	if audit.Details == nil {
 		audit.Details = map[string]any{}

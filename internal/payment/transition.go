@@ -59,11 +59,11 @@ type facts struct {
 	Wait        waitPolicy
 }
 
-// apply records an outcome on a locked payment and its attempt: it loads
+// Apply records an outcome on a locked payment and its attempt: it loads
 // the facts, decides, and writes the refund, the attempt, the payment, the
 // audit entry and the event(s). An attempt already resolved by another
 // path is left alone. It returns the attempt as stored.
-func (s *Service) apply(ctx context.Context, tx Tx, p *Payment, attemptID string, out outcome, actor string, now time.Time) (*Attempt, error) {
+func (s *Service) Apply(ctx context.Context, tx Tx, p *Payment, attemptID string, out Outcome, actor string, now time.Time) (*Attempt, error) {
 	a, err := tx.AttemptGet(ctx, attemptID)
 	if err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func (s *Service) writeTransition(ctx context.Context, tx Tx, p *Payment, t Tran
 		if t.Moved {
 			s.metrics.PaymentTransition(t.From, p.Status)
 		}
-		if err := s.write(ctx, tx, Change{Payment: p, From: t.From, Events: t.Events, Audit: t.Audit}); err != nil {
+		if err := s.Write(ctx, tx, Change{Payment: p, From: t.From, Events: t.Events, Audit: t.Audit}); err != nil {
 			return err
 		}
 	}
@@ -135,7 +135,7 @@ func (s *Service) writeTransition(ctx context.Context, tx Tx, p *Payment, t Tran
 
 // decide is what an outcome does to a payment (as locked) and its attempt
 // (as read). It never reads or writes anything.
-func decide(p Payment, a Attempt, out outcome, f facts) Transition {
+func decide(p Payment, a Attempt, out Outcome, f facts) Transition {
 	if a.Status.Resolved() {
 		return Transition{Settled: true, Attempt: a, From: p.Status}
 	}
@@ -171,7 +171,7 @@ func decide(p Payment, a Attempt, out outcome, f facts) Transition {
 }
 
 // outcomeDetails are the audit details every provider outcome records.
-func outcomeDetails(a *Attempt, out outcome) map[string]any {
+func outcomeDetails(a *Attempt, out Outcome) map[string]any {
 	details := map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "outcome": string(out.Outcome)}
 	if out.FailureCode != "" {
 		details["failure_code"] = out.FailureCode
@@ -181,8 +181,8 @@ func outcomeDetails(a *Attempt, out outcome) map[string]any {
 
 // decideAuthorize moves the payment to the status the authorization's
 // outcome proves.
-func decideAuthorize(next *Payment, a *Attempt, p Payment, out outcome) {
-	next.Status = authorizationStatus(out)
+func decideAuthorize(next *Payment, a *Attempt, p Payment, out Outcome) {
+	next.Status = AuthorizationStatus(out)
 	if expiredAtProvider(out) && p.Status.Waiting() {
 		// The provider let it lapse but it stays open until canceled:
 		// it ends here only once the cancel has made sure (expire).
@@ -211,7 +211,7 @@ func decideAuthorize(next *Payment, a *Attempt, p Payment, out outcome) {
 
 // decideCapture captures, or adopts what a refusal showed of the intent;
 // it returns the event of a refusal.
-func decideCapture(next *Payment, a *Attempt, p Payment, out outcome) string {
+func decideCapture(next *Payment, a *Attempt, p Payment, out Outcome) string {
 	switch a.Status {
 	case AttemptSucceeded:
 		next.Status, next.AmountCaptured = StatusCaptured, capturedAmount(p.Amount, out.Intent)
@@ -224,7 +224,7 @@ func decideCapture(next *Payment, a *Attempt, p Payment, out outcome) string {
 
 // decideCancel cancels, or adopts what a refusal showed of the intent; it
 // returns the event of a refusal.
-func decideCancel(next *Payment, a *Attempt, out outcome) string {
+func decideCancel(next *Payment, a *Attempt, out Outcome) string {
 	switch a.Status {
 	case AttemptSucceeded:
 		next.Status = StatusCanceled
@@ -240,7 +240,7 @@ func decideCancel(next *Payment, a *Attempt, out outcome) string {
 
 // decideRefund settles the refund and the payment's refunded total; it
 // returns the event of a settled refund.
-func decideRefund(next *Payment, a *Attempt, out outcome, f facts) (*Refund, string) {
+func decideRefund(next *Payment, a *Attempt, out Outcome, f facts) (*Refund, string) {
 	r := *f.Refund
 	own := f.RefundedSum
 	if r.Status == RefundSucceeded {
@@ -267,7 +267,7 @@ func decideRefund(next *Payment, a *Attempt, out outcome, f facts) (*Refund, str
 
 // conclude judges the proposed next state through CanTransition and
 // decides what is written and emitted.
-func conclude(t Transition, p, next Payment, a Attempt, out outcome, event string, f facts) Transition {
+func conclude(t Transition, p, next Payment, a Attempt, out Outcome, event string, f facts) Transition {
 	moved := next.Status != p.Status && CanTransition(p.Status, next.Status)
 	if a.Status == AttemptWaiting {
 		st := next
@@ -320,7 +320,7 @@ func conclude(t Transition, p, next Payment, a Attempt, out outcome, event strin
 // the provider's state, and the order has its live payment. A release that
 // failed while the intent may still be paid is armed again, for the
 // reconciler to send.
-func decideRelease(p Payment, a Attempt, out outcome, f facts) Transition {
+func decideRelease(p Payment, a Attempt, out Outcome, f facts) Transition {
 	a.Status, a.UpdatedAt = attemptStatus(OpCancel, out), f.Now
 	if a.Status == AttemptFailed {
 		a.FailureCode, a.FailureMessage = out.FailureCode, out.FailureMessage

@@ -42,7 +42,7 @@ var allStatuses = []Status{StatusProcessing, StatusUnknown, StatusRequiresAction
 // makes of it.
 type cellOutcome struct {
 	name   string
-	out    outcome
+	out    Outcome
 	intent provider.IntentState // "" when the answer carried no intent
 	// authTo is the status an authorization proposes; the attempt
 	// statuses are per operation.
@@ -55,8 +55,8 @@ func cellOutcomes() []cellOutcome {
 	in := func(st provider.IntentState, code string) *provider.Intent {
 		return &provider.Intent{ID: "pi_1", State: st, AmountReceived: 90, FailureCode: code}
 	}
-	res := func(o provider.Outcome, i *provider.Intent, r *provider.Refund, code string) outcome {
-		return outcome{Result: provider.Result{Outcome: o, Answer: provider.AnswerObject, Intent: i, FailureCode: code}, Refund: r}
+	res := func(o provider.Outcome, i *provider.Intent, r *provider.Refund, code string) Outcome {
+		return Outcome{Result: provider.Result{Outcome: o, Answer: provider.AnswerObject, Intent: i, FailureCode: code}, Refund: r}
 	}
 	ref := func(st provider.RefundState) *provider.Refund { return &provider.Refund{ID: "re_1", State: st} }
 	const (
@@ -275,8 +275,8 @@ func checkCell(t *testing.T, name string, p Payment, got Transition, w cellWant)
 func TestDecideFields(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	succeeded := func(in *provider.Intent, r *provider.Refund) outcome {
-		return outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject, Intent: in}, Refund: r}
+	succeeded := func(in *provider.Intent, r *provider.Refund) Outcome {
+		return Outcome{Result: provider.Result{Outcome: provider.Succeeded, Answer: provider.AnswerObject, Intent: in}, Refund: r}
 	}
 
 	// A refund: the refunded total counts it once it succeeded, and the
@@ -336,7 +336,7 @@ func TestDecideFields(t *testing.T) {
 
 	// A refusal the provider explains: on the attempt and the payment.
 	p, a, f = cellInput("autorizar", StatusProcessing, now)
-	got = decide(p, a, outcome{Result: provider.Result{Outcome: provider.Declined, Answer: provider.AnswerCardError,
+	got = decide(p, a, Outcome{Result: provider.Result{Outcome: provider.Declined, Answer: provider.AnswerCardError,
 		FailureCode: "card_declined", FailureMessage: "no"}}, f)
 	if got.Attempt.FailureCode != "card_declined" || got.Payment.FailureCode != "card_declined" || got.Audit.Details["failure_code"] != "card_declined" {
 		t.Errorf("declined: attempt %q payment %q details %v", got.Attempt.FailureCode, got.Payment.FailureCode, got.Audit.Details)

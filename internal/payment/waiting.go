@@ -51,7 +51,7 @@ func movedOn(p *Payment, a *Attempt) bool {
 
 // expiredAtProvider tells an answer showing a Pix or Boleto the provider
 // let lapse unpaid.
-func expiredAtProvider(out outcome) bool {
+func expiredAtProvider(out Outcome) bool {
 	return out.FailureCode == provider.FailureExpired ||
 		(out.Intent != nil && out.Intent.State == provider.IntentNeedsPaymentMethod && out.Intent.FailureCode == provider.FailureExpired)
 }
@@ -126,13 +126,13 @@ func (w waitPolicy) next(p *Payment, a *Attempt, now time.Time) *time.Time {
 	return &t
 }
 
-// expire cancels at the provider a payment that still requires action past
+// Expire cancels at the provider a payment that still requires action past
 // its expiry, so that it can no longer be paid; the cancel's answer decides
 // the payment (canceled action_expired, or, when the customer paid first,
 // the provider's state). lapsed: the provider showed it expired, whatever
 // this clock says. It reports the payment's status and whether a
 // cancel was sent.
-func (s *Service) expire(ctx context.Context, acct Account, paymentID, actor string, lapsed bool) (Status, bool, error) {
+func (s *Service) Expire(ctx context.Context, acct Account, paymentID, actor string, lapsed bool) (Status, bool, error) {
 	var (
 		p *Payment
 		a *Attempt
@@ -172,14 +172,14 @@ func (s *Service) expire(ctx context.Context, acct Account, paymentID, actor str
 	if err != nil || a == nil {
 		return "", false, err
 	}
-	out := s.call(ctx, acct, p, a, false)
+	out := s.CallProvider(ctx, acct, p, a, false)
 	var st Status
 	err = s.settleAttempt(ctx, a, func(ctx context.Context, tx Tx) error {
 		p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
 		if err != nil {
 			return err
 		}
-		if _, err := s.apply(ctx, tx, p, a.ID, out, actor, s.clock()); err != nil {
+		if _, err := s.Apply(ctx, tx, p, a.ID, out, actor, s.clock()); err != nil {
 			return err
 		}
 		st = p.Status

@@ -68,7 +68,7 @@ func (s *Service) ApplyNotice(ctx context.Context, acct Account, n Notice) (stri
 	if errors.Is(err, errDuplicateDelivery) {
 		return DeliveryDuplicate, nil
 	}
-	s.sendReleases(ctx, acct, settled, "webhook")
+	s.SendReleases(ctx, acct, settled, "webhook")
 	return outcome, err
 }
 
@@ -123,12 +123,12 @@ func (s *Service) noticeEffect(ctx context.Context, tx Tx, p *Payment, auth *Att
 		// An event about an earlier attempt's intent (an ops replay has
 		// started a new one since) says nothing about this attempt.
 	case n.Intent != nil && auth != nil && !p.Status.Final():
-		a, err := s.apply(ctx, tx, p, auth.ID, noticeOutcome(n), "webhook", now)
+		a, err := s.Apply(ctx, tx, p, auth.ID, noticeOutcome(n), "webhook", now)
 		if err != nil {
 			return false, err
 		}
 		if a.Status.Answered() && k.ok && k.rec.State != idempotency.StateCompleted {
-			return false, s.completeKey(ctx, tx, k.rec, p, a, now)
+			return false, s.CompleteKey(ctx, tx, k.rec, p, a, now)
 		}
 	case n.Intent != nil:
 		return false, s.applyIntent(ctx, tx, p, n, now)
@@ -146,7 +146,7 @@ func (s *Service) noticeEffect(ctx context.Context, tx Tx, p *Payment, auth *Att
 func (s *Service) applyRefunded(ctx context.Context, tx Tx, p *Payment, n Notice, now time.Time) error {
 	before := *p
 	p.ProviderAmountRefunded = n.AmountRefunded
-	total, err := refundedTotal(ctx, tx, p)
+	total, err := RefundedTotal(ctx, tx, p)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Service) applyRefunded(ctx context.Context, tx Tx, p *Payment, n Notice
 	if total == before.AmountRefunded {
 		return nil
 	}
-	return s.write(ctx, tx, Change{Payment: p, Events: []string{"payment.refunded"}, Audit: AuditEntry{Actor: "webhook",
+	return s.Write(ctx, tx, Change{Payment: p, Events: []string{"payment.refunded"}, Audit: AuditEntry{Actor: "webhook",
 		Action: "webhook." + n.Type, Details: map[string]any{"event_id": n.EventID, "amount_refunded": total}}})
 }
 
@@ -210,19 +210,19 @@ func (s *Service) recordDelivery(ctx context.Context, acct Account, n Notice, ou
 
 // noticeOutcome reads an event as a provider answer about the key the
 // provider already acted on: the object it carries, or a card refusal.
-func noticeOutcome(n Notice) outcome {
+func noticeOutcome(n Notice) Outcome {
 	a := provider.AnswerObject
 	if n.Kind == provider.EventIntentFailed {
 		a = provider.AnswerCardError
 	}
-	return outcome{Result: provider.Result{Outcome: provider.Judge(a, provider.Send{Recovery: true, InWindow: true, Authorize: true}),
+	return Outcome{Result: provider.Result{Outcome: provider.Judge(a, provider.Send{Recovery: true, InWindow: true, Authorize: true}),
 		Answer: a, Intent: n.Intent, FailureCode: n.FailureCode, FailureMessage: n.FailureMessage}}
 }
 
 // applyIntent moves a payment whose attempts are settled along a forward
 // transition the intent proves (an external capture or cancel, say).
 func (s *Service) applyIntent(ctx context.Context, tx Tx, p *Payment, n Notice, now time.Time) error {
-	to := authorizationStatus(noticeOutcome(n))
+	to := AuthorizationStatus(noticeOutcome(n))
 	if to == p.Status || !CanTransition(p.Status, to) || to == StatusUnknown {
 		return nil
 	}
@@ -241,9 +241,9 @@ func (s *Service) applyIntent(ctx context.Context, tx Tx, p *Payment, n Notice, 
 		return err
 	}
 	s.metrics.PaymentTransition(from, to)
-	if err := s.write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: "webhook", Action: "webhook." + n.Type,
+	if err := s.Write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: "webhook", Action: "webhook." + n.Type,
 		Details: map[string]any{"event_id": n.EventID}}}); err != nil {
 		return err
 	}
-	return s.armRelease(ctx, tx, p, OpAuthorize, n.Intent, "webhook", now)
+	return s.ArmRelease(ctx, tx, p, OpAuthorize, n.Intent, "webhook", now)
 }
