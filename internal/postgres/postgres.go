@@ -335,6 +335,25 @@ func (db *DB) Ready(ctx context.Context) error {
 	return nil
 }
 
+// NextXid is the xid8 the next transaction would get.
+func (db *DB) NextXid(ctx context.Context) (uint64, error) {
+	s, err := db.q.ServerNextXid(ctx)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+// OldestXid is the oldest xid8 of a transaction still running on the
+// server: every transaction below it has ended.
+func (db *DB) OldestXid(ctx context.Context) (uint64, error) {
+	s, err := db.q.ServerOldestXid(ctx)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
 // withTx runs fn in a pipelined transaction (pipeTx) begun by db.begin.
 //
 // The isolation level is set, never inherited from the server: the money

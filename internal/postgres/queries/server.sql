@@ -29,3 +29,8 @@ SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next_xid;
 -- Waits for and takes a lock held until the transaction ends.
 -- name: ServerAdvisoryXactLock :exec
 SELECT pg_advisory_xact_lock(sqlc.arg(key)::bigint);
+
+-- The oldest xid8 still running, as text: every transaction below it has
+-- ended.
+-- name: ServerOldestXid :one
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS oldest_xid;

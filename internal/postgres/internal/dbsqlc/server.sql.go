@@ -76,6 +76,19 @@ func (q *Queries) ServerNextXid(ctx context.Context) (string, error) {
 	return next_xid, err
 }
 
+const serverOldestXid = `-- name: ServerOldestXid :one
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS oldest_xid
+`
+
+// The oldest xid8 still running, as text: every transaction below it has
+// ended.
+func (q *Queries) ServerOldestXid(ctx context.Context) (string, error) {
+	row := q.db.QueryRow(ctx, serverOldestXid)
+	var oldest_xid string
+	err := row.Scan(&oldest_xid)
+	return oldest_xid, err
+}
+
 const serverSettingSource = `-- name: ServerSettingSource :one
 SELECT source::text FROM pg_catalog.pg_settings WHERE name = $1::text
 `
