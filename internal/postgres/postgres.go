@@ -147,6 +147,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	set := setTimeouts(s.timeouts)
 	db := &DB{Pool: pool, bounded: bounded{pool: pool, set: set}, timeouts: s.timeouts, health: h, river: inserter}
 	db.q = dbsqlc.New(db.bounded)
+	// Transaction control (BEGIN here, COMMIT and ROLLBACK in pipeTx) is
+	// protocol, not a query: it stays out of sqlc.
 	db.begin = []string{"BEGIN ISOLATION LEVEL READ COMMITTED"}
 	if set != "" {
 		db.begin = append(db.begin, set)
