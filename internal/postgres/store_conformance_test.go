@@ -746,28 +746,42 @@ func conformAttemptClaims(t *testing.T) {
 	})
 }
 
+// setupRefunds stores two processing refunds of pay_1: 300 and 700.
+func setupRefunds(t *testing.T) (*conf, []*payment.Refund) {
+	t.Helper()
+	c := newConf(t)
+	threeAttempts(t, c)
+	insertAttempts(t, c, newAttempt(c.p, "att_r2", payment.OpRefund, 2, at(5)))
+	rs := []*payment.Refund{
+		{ID: "re_1", AccountID: "acct_1", PaymentID: "pay_1", AttemptID: "att_3", Amount: 300, Status: payment.RefundProcessing, CreatedAt: at(2), UpdatedAt: at(2)},
+		{ID: "re_2", AccountID: "acct_1", PaymentID: "pay_1", AttemptID: "att_r2", Amount: 700, Status: payment.RefundProcessing, CreatedAt: at(5), UpdatedAt: at(5)},
+	}
+	c.tx(t, func(tx payment.Tx) error {
+		return errors.Join(tx.RefundInsert(c.ctx, rs[0]), tx.RefundInsert(c.ctx, rs[1]))
+	})
+	return c, rs
+}
+
 func conformRefunds(t *testing.T) {
 	t.Parallel()
-	setupRefunds := func(t *testing.T) (*conf, []*payment.Refund) {
-		c := newConf(t)
-		threeAttempts(t, c)
-		insertAttempts(t, c, newAttempt(c.p, "att_r2", payment.OpRefund, 2, at(5)))
-		rs := []*payment.Refund{
-			{ID: "re_1", AccountID: "acct_1", PaymentID: "pay_1", AttemptID: "att_3", Amount: 300, Status: payment.RefundProcessing, CreatedAt: at(2), UpdatedAt: at(2)},
-			{ID: "re_2", AccountID: "acct_1", PaymentID: "pay_1", AttemptID: "att_r2", Amount: 700, Status: payment.RefundProcessing, CreatedAt: at(5), UpdatedAt: at(5)},
-		}
-		c.tx(t, func(tx payment.Tx) error {
-			return errors.Join(tx.RefundInsert(c.ctx, rs[0]), tx.RefundInsert(c.ctx, rs[1]))
-		})
-		return c, rs
-	}
 	t.Run("RefundInsert", func(t *testing.T) {
 		t.Parallel()
 		c, rs := setupRefunds(t)
-		got, err := c.store.RefundByAttempt(c.ctx, "att_r2")
-		same(t, "refund", []any{utcRefund(got), err}, []any{rs[1], nil})
-		_, err = c.store.RefundByAttempt(c.ctx, "att_1")
-		wantNotFound(t, "RefundByAttempt of an attempt without refund", err)
+		c.tx(t, func(tx payment.Tx) error {
+			got, err := tx.RefundByAttempt(c.ctx, "att_r2")
+			same(t, "refund", []any{utcRefund(got), err}, []any{rs[1], nil})
+			_, err = tx.RefundByAttempt(c.ctx, "att_1")
+			wantNotFound(t, "RefundByAttempt of an attempt without refund", err)
+			return nil
+		})
+	})
+	t.Run("RefundByAttempt", func(t *testing.T) {
+		t.Parallel()
+		c, rs := setupRefunds(t)
+		got, err := c.store.RefundByAttempt(c.ctx, "att_3")
+		same(t, "refund", []any{utcRefund(got), err}, []any{rs[0], nil})
+		_, err = c.store.RefundByAttempt(c.ctx, "att_none")
+		wantNotFound(t, "RefundByAttempt of a missing attempt", err)
 	})
 	t.Run("RefundUpdate", func(t *testing.T) {
 		t.Parallel()
@@ -890,6 +904,16 @@ func conformEvents(t *testing.T) {
 		same(t, "after the first", feed(t, c, evs[0].Position, 10, 2), evs[1:])
 		same(t, "limited", feed(t, c, payment.FeedPosition{}, 1, 1), evs[:1])
 		same(t, "after the last", len(feed(t, c, evs[2].Position, 10, 0)), 0)
+	})
+	t.Run("EventInsert", func(t *testing.T) {
+		t.Parallel()
+		c := newConf(t)
+		e := payment.Event{ID: "evt_1", AccountID: "acct_1", PaymentID: "pay_1", Type: "payment.captured", CreatedAt: at(0),
+			Payload: json.RawMessage(`{"id": "evt_1", "type": "payment.captured"}`)}
+		c.tx(t, func(tx payment.Tx) error { return tx.EventInsert(c.ctx, e) })
+		evs := feed(t, c, payment.FeedPosition{}, 10, 1)
+		same(t, "events", len(evs), 1)
+		same(t, "payload, as jsonb gives it back", string(evs[0].Payload), `{"id": "evt_1", "type": "payment.captured"}`)
 	})
 	t.Run("EventsRead", func(t *testing.T) {
 		t.Parallel()
