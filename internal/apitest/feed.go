@@ -15,17 +15,16 @@ func (e *Env) FeedCaughtUp(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
 	defer cancel()
-	var next uint64
-	if err := e.DB.Pool.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())`).Scan(&next); err != nil {
+	next, err := e.DB.NextXid(ctx)
+	if err != nil {
 		t.Fatalf("read the transaction horizon: %v", err)
 	}
 	for {
-		var passed bool
-		err := e.DB.Pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8`, next).Scan(&passed)
+		oldest, err := e.DB.OldestXid(ctx)
 		if err != nil {
 			t.Fatalf("waiting for the feed's horizon to pass xid %d: %v", next, err)
 		}
-		if passed {
+		if oldest >= next {
 			return
 		}
 		select {

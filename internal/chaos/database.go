@@ -53,6 +53,7 @@ func createDatabase(ctx context.Context, server string) (name, dbURL string, err
 		return "", "", fmt.Errorf("chaos: connect to %s: %w", server, err)
 	}
 	defer conn.Close(ctx)
+	// DDL on a name of its own: no query for sqlc.
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", "", fmt.Errorf("chaos: create database: %w", err)
 	}
@@ -96,7 +97,9 @@ type localState struct {
 	Deliveries         map[string]int // webhook delivery outcome -> count
 }
 
-// unresolved counts what reconciliation still has to settle.
+// unresolved counts what reconciliation still has to settle. The checks
+// read the database with SQL of their own, not the store's queries, so
+// that they do not trust the code under test.
 func unresolved(ctx context.Context, dbURL string) (payments, attempts, refunds int, err error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {

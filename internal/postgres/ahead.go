@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 )
 
 // ConsoleStore holds the reads of the operations console that the payment

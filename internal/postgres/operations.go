@@ -10,7 +10,7 @@ import (
 
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -245,22 +245,11 @@ func (s *PaymentStore) EventBacklog(ctx context.Context, now time.Time) (int64, 
 	return r.Unread, time.Duration(r.OldestAgeSeconds * float64(time.Second)), nil
 }
 
-// feedLagSQL is the age of the oldest transaction with an xid, running or
-// prepared, in the whole cluster: the feed serves nothing it or any later
-// transaction wrote until it ends. Not in sqlc, which does not know the
-// system views.
-const feedLagSQL = `SELECT COALESCE(EXTRACT(EPOCH FROM (clock_timestamp() - MIN(started))), 0)::float8
-FROM (
-    SELECT xact_start AS started FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND xact_start IS NOT NULL
-    UNION ALL
-    SELECT prepared FROM pg_prepared_xacts
-) running`
-
 // EventFeedLag is how long the events feed may lag commits right now: the
 // age of the oldest transaction that holds its horizon back.
 func (s *PaymentStore) EventFeedLag(ctx context.Context) (time.Duration, error) {
-	var secs float64
-	if err := s.db.bounded.QueryRow(ctx, feedLagSQL).Scan(&secs); err != nil {
+	secs, err := s.db.q.ServerFeedLag(ctx)
+	if err != nil {
 		return 0, translate(err)
 	}
 	return time.Duration(secs * float64(time.Second)), nil

@@ -7,7 +7,7 @@ import (
 
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/jackc/pgx/v5"
 )
 

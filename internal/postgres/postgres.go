@@ -18,7 +18,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/acmepay/payments/migrations"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -147,6 +147,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	set := setTimeouts(s.timeouts)
 	db := &DB{Pool: pool, bounded: bounded{pool: pool, set: set}, timeouts: s.timeouts, health: h, river: inserter}
 	db.q = dbsqlc.New(db.bounded)
+	// Transaction control (BEGIN here, COMMIT and ROLLBACK in pipeTx) is
+	// protocol, not a query: it stays out of sqlc.
 	db.begin = []string{"BEGIN ISOLATION LEVEL READ COMMITTED"}
 	if set != "" {
 		db.begin = append(db.begin, set)
@@ -157,6 +159,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 // setTimeouts is one statement setting timeouts (by name, in
 // milliseconds) with set_config(..., true), which is SET LOCAL: they end
 // with the transaction, explicit or implicit. "" when there are none.
+// Built here, not in sqlc: the settings it names vary with the options,
+// and the Counter knows it by its prefix.
 func setTimeouts(timeouts map[string]string) string {
 	var sets []string
 	for _, name := range sessionTimeouts {
@@ -252,8 +256,8 @@ func Migrate(ctx context.Context, db *DB) error {
 	// The lock_timeout of 0 that migrationDB sends at connection start
 	// shows as set by the client only on a direct connection: a pooler
 	// rejects or drops startup parameters.
-	var source string
-	if err := sqlDB.QueryRowContext(ctx, "SELECT source FROM pg_settings WHERE name = 'lock_timeout'").Scan(&source); err != nil {
+	source, err := settingSource(ctx, sqlDB, "lock_timeout")
+	if err != nil {
 		if refusedStartupParameter(err) {
 			return ErrNoSession
 		}
@@ -277,6 +281,23 @@ func Migrate(ctx context.Context, db *DB) error {
 	return nil
 }
 
+// settingSource reads where a setting's value came from, on a connection
+// of sqlDB.
+func settingSource(ctx context.Context, sqlDB *sql.DB, name string) (string, error) {
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	var source string
+	err = conn.Raw(func(driverConn any) error {
+		var err error
+		source, err = dbsqlc.New(driverConn.(*stdlib.Conn).Conn()).ServerSettingSource(ctx, name)
+		return err
+	})
+	return source, err
+}
+
 // ErrReadOnly is Ready's answer when the database refuses writes: no
 // writable primary is reachable (a standby, or a primary being demoted).
 var ErrReadOnly = errors.New("database is read-only: no writable primary")
@@ -284,8 +305,8 @@ var ErrReadOnly = errors.New("database is read-only: no writable primary")
 // Ready reports whether a writable primary answers and every migration is
 // applied.
 func (db *DB) Ready(ctx context.Context) error {
-	var readOnly string
-	if err := db.bounded.QueryRow(ctx, "SHOW transaction_read_only").Scan(&readOnly); err != nil {
+	readOnly, err := db.q.ServerTransactionReadOnly(ctx)
+	if err != nil {
 		return translate(err)
 	}
 	if readOnly == "on" {
@@ -314,6 +335,25 @@ func (db *DB) Ready(ctx context.Context) error {
 		return errors.New("migrations pending")
 	}
 	return nil
+}
+
+// NextXid is the xid8 the next transaction would get.
+func (db *DB) NextXid(ctx context.Context) (uint64, error) {
+	s, err := db.q.ServerNextXid(ctx)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+// OldestXid is the oldest xid8 of a transaction still running on the
+// server: every transaction below it has ended.
+func (db *DB) OldestXid(ctx context.Context) (uint64, error) {
+	s, err := db.q.ServerOldestXid(ctx)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return strconv.ParseUint(s, 10, 64)
 }
 
 // withTx runs fn in a pipelined transaction (pipeTx) begun by db.begin.

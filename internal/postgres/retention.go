@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/acmepay/payments/internal/retention"
 )
 

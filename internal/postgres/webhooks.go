@@ -13,7 +13,7 @@ import (
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/postgres/dbsqlc"
+	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -102,7 +102,7 @@ func MigrateRiver(ctx context.Context, conn *pgx.Conn) error {
 	}
 	for _, v := range m.AllVersions() {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(riverMigrationLock)); err != nil {
+			if err := dbsqlc.New(tx).ServerAdvisoryXactLock(ctx, riverMigrationLock); err != nil {
 				return err
 			}
 			// One version per transaction, the batching MigrateTx's
@@ -459,41 +459,18 @@ func (s *WebhookStore) AttemptRecord(ctx context.Context, a notify.Attempt, disa
 	})
 }
 
-// pendingDeliveriesSQL is, per enabled endpoint, the age of its oldest
-// delivery job not yet done, the endpoints furthest behind first. Not in
-// sqlc: River's tables are created by River's migrations, not ours.
-const pendingDeliveriesSQL = `SELECT e.id, EXTRACT(EPOCH FROM ($1::timestamptz - MIN(j.created_at)))::float8
-FROM river_job j
-JOIN webhook_endpoints e ON e.id = j.args->>'endpoint_id'
-WHERE j.kind = 'webhook_delivery' AND j.state IN ('pending', 'available', 'scheduled', 'retryable', 'running')
-  AND e.status = 'enabled' AND e.deleted_at IS NULL
-GROUP BY e.id
-ORDER BY 2 DESC, e.id
-LIMIT $2`
-
 // DeliveryState reads the gauges of outbound deliveries as of now.
 func (s *WebhookStore) DeliveryState(ctx context.Context, now time.Time) (metrics.WebhookDeliveryState, error) {
 	st := metrics.WebhookDeliveryState{ByEndpoint: map[string]time.Duration{}, Disabled: map[string]int64{}}
-	rows, err := s.db.bounded.Query(ctx, pendingDeliveriesSQL, now, metrics.MaxEndpointSeries)
+	rows, err := s.db.q.WebhookEndpointsPendingAge(ctx, dbsqlc.WebhookEndpointsPendingAgeParams{
+		Now: now, MaxRows: int32(metrics.MaxEndpointSeries)})
 	if err != nil {
 		return st, translate(err)
 	}
-	for rows.Next() {
-		var (
-			id   string
-			secs float64
-		)
-		if err := rows.Scan(&id, &secs); err != nil {
-			rows.Close()
-			return st, translate(err)
-		}
-		age := max(time.Duration(secs*float64(time.Second)), 0)
-		st.ByEndpoint[id] = age
+	for _, r := range rows {
+		age := max(time.Duration(r.AgeSeconds*float64(time.Second)), 0)
+		st.ByEndpoint[r.ID] = age
 		st.OldestPending = max(st.OldestPending, age)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return st, translate(err)
 	}
 	counts, err := s.db.q.WebhookEndpointsDisabledCount(ctx)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -92,11 +93,7 @@ func Freeze(ctx context.Context, serverURL string) error {
 		return fmt.Errorf("pgxid: %w", err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname <> 'template0' ORDER BY datname`)
-	if err != nil {
-		return fmt.Errorf("pgxid: %w", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	names, err := dbsqlc.New(conn).ServerDatabasesConnectable(ctx)
 	if err != nil {
 		return fmt.Errorf("pgxid: %w", err)
 	}
@@ -109,6 +106,8 @@ func Freeze(ctx context.Context, serverURL string) error {
 			return err
 		}
 	}
+	// ALTER DATABASE and VACUUM are utility statements, no queries for
+	// sqlc: they stay here, with the pg_resetwal tooling they serve.
 	if _, err := conn.Exec(ctx, `ALTER DATABASE template0 ALLOW_CONNECTIONS true`); err != nil {
 		return fmt.Errorf("pgxid: %w", err)
 	}
@@ -257,8 +256,8 @@ func Current(ctx context.Context, serverURL string) (uint64, error) {
 		return 0, fmt.Errorf("pgxid: %w", err)
 	}
 	defer conn.Close(ctx)
-	var s string
-	if err := conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text`).Scan(&s); err != nil {
+	s, err := dbsqlc.New(conn).ServerNextXid(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("pgxid: %w", err)
 	}
 	return strconv.ParseUint(s, 10, 64)

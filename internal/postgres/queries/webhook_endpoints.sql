@@ -121,3 +121,16 @@ SELECT account_id FROM events WHERE id = @id;
 -- name: WebhookAuditInsert :exec
 INSERT INTO webhook_audit_log (account_id, event_id, at, actor, action, reason, details)
 VALUES (@account_id, @event_id, @at, @actor, @action, @reason, @details);
+
+-- Per enabled endpoint, the age of its oldest delivery job not yet done,
+-- the endpoints furthest behind first. river_job is River's table
+-- (riverschema/ describes it to sqlc).
+-- name: WebhookEndpointsPendingAge :many
+SELECT e.id, EXTRACT(EPOCH FROM (sqlc.arg(now)::timestamptz - MIN(j.created_at)))::float8 AS age_seconds
+FROM river_job j
+JOIN webhook_endpoints e ON e.id = j.args->>'endpoint_id'
+WHERE j.kind = 'webhook_delivery' AND j.state IN ('pending', 'available', 'scheduled', 'retryable', 'running')
+  AND e.status = 'enabled' AND e.deleted_at IS NULL
+GROUP BY e.id
+ORDER BY 2 DESC, e.id
+LIMIT sqlc.arg(max_rows);

@@ -779,3 +779,47 @@ func (q *Queries) WebhookEndpointsMatching(ctx context.Context, arg WebhookEndpo
 	}
 	return items, nil
 }
+
+const webhookEndpointsPendingAge = `-- name: WebhookEndpointsPendingAge :many
+SELECT e.id, EXTRACT(EPOCH FROM ($1::timestamptz - MIN(j.created_at)))::float8 AS age_seconds
+FROM river_job j
+JOIN webhook_endpoints e ON e.id = j.args->>'endpoint_id'
+WHERE j.kind = 'webhook_delivery' AND j.state IN ('pending', 'available', 'scheduled', 'retryable', 'running')
+  AND e.status = 'enabled' AND e.deleted_at IS NULL
+GROUP BY e.id
+ORDER BY 2 DESC, e.id
+LIMIT $2
+`
+
+type WebhookEndpointsPendingAgeParams struct {
+	Now     time.Time
+	MaxRows int32
+}
+
+type WebhookEndpointsPendingAgeRow struct {
+	ID         string
+	AgeSeconds float64
+}
+
+// Per enabled endpoint, the age of its oldest delivery job not yet done,
+// the endpoints furthest behind first. river_job is River's table
+// (riverschema/ describes it to sqlc).
+func (q *Queries) WebhookEndpointsPendingAge(ctx context.Context, arg WebhookEndpointsPendingAgeParams) ([]WebhookEndpointsPendingAgeRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointsPendingAge, arg.Now, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEndpointsPendingAgeRow
+	for rows.Next() {
+		var i WebhookEndpointsPendingAgeRow
+		if err := rows.Scan(&i.ID, &i.AgeSeconds); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
