@@ -66,7 +66,7 @@ type Service struct {
 	provider        provider.Provider
 	log             *slog.Logger
 	metrics         Metrics
-	now             func() time.Time
+	now             Clock
 	newID           func(string) string
 	providerTimeout time.Duration
 	lease           time.Duration
@@ -86,7 +86,7 @@ func NewService(c Config) (*Service, error) {
 	}
 	s := &Service{
 		store: c.Store, provider: c.Provider, log: c.Logger, metrics: c.Metrics,
-		now: c.Now, newID: c.NewID,
+		newID: c.NewID,
 		providerTimeout: orDefault(c.ProviderTimeout, 10*time.Second),
 		lease:           orDefault(c.Lease, 30*time.Second),
 		keyRetention:    orDefault(c.KeyRetention, 24*time.Hour),
@@ -103,9 +103,7 @@ func NewService(c Config) (*Service, error) {
 	if s.metrics == nil {
 		s.metrics = nopMetrics{}
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
+	s.now = NewClock(c.Now)
 	if s.newID == nil {
 		s.newID = NewID
 	}
@@ -119,7 +117,21 @@ func NewID(prefix string) string {
 
 // clock returns the service time at the database's precision, so a stored
 // response and a later read of the same row render identically.
-func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+func (s *Service) clock() time.Time { return s.now() }
+
+// Clock is the service's time at the database's precision (UTC,
+// microseconds), so a stored answer and a later read of the same row
+// render identically. Every package on the money path reads time through
+// one Clock; tests move it.
+type Clock func() time.Time
+
+// NewClock reads now (time.Now when nil) at the database's precision.
+func NewClock(now func() time.Time) Clock {
+	if now == nil {
+		now = time.Now
+	}
+	return func() time.Time { return now().UTC().Truncate(time.Microsecond) }
+}
 
 // Get returns one of the account's payments.
 func (s *Service) Get(ctx context.Context, accountID, id string) (*Payment, error) {
