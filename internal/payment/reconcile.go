@@ -166,13 +166,13 @@ func (s *Service) ReconcilePayment(ctx context.Context, accounts Accounts, payme
 	if err != nil {
 		return nil, err
 	}
-	if err := s.reconcileAll(ctx, acct, p.ID, actor, reason); err != nil {
+	if err := s.ReconcileAll(ctx, acct, p.ID, actor, reason); err != nil {
 		return nil, err
 	}
 	return s.store.PaymentGet(ctx, p.AccountID, p.ID)
 }
 
-func (s *Service) reconcileAll(ctx context.Context, acct Account, paymentID, actor, reason string) error {
+func (s *Service) ReconcileAll(ctx context.Context, acct Account, paymentID, actor, reason string) error {
 	pending, err := s.store.AttemptsUnresolvedByPayment(ctx, paymentID)
 	if err != nil {
 		return err

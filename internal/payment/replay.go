@@ -81,7 +81,7 @@ type replaying struct {
 // Prepare reconciles the payment's unresolved attempts first: a replay
 // decides on what the provider proved, never on a guess.
 func (rp *replaying) Prepare(ctx context.Context, _ bool) error {
-	return rp.s.reconcileAll(ctx, rp.acct, rp.before.ID, rp.actor, rp.reason)
+	return rp.s.ReconcileAll(ctx, rp.acct, rp.before.ID, rp.actor, rp.reason)
 }
 
 // Start adopts a success reconciliation found, refuses while the outcome

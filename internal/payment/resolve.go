@@ -290,7 +290,7 @@ func adoptIntent(p *Payment, in *provider.Intent) {
 	case provider.IntentCanceled:
 		p.Status = StatusCanceled
 	case provider.IntentCaptured:
-		p.Status, p.AmountCaptured = StatusCaptured, capturedAmount(p.Amount, in)
+		p.Status, p.AmountCaptured = StatusCaptured, CapturedAmount(p.Amount, in)
 	}
 }
 
@@ -313,7 +313,7 @@ func refundedAmount(own int64, p *Payment) int64 {
 	return min(max(own, p.ProviderAmountRefunded), p.AmountCaptured)
 }
 
-func capturedAmount(amount int64, in *provider.Intent) int64 {
+func CapturedAmount(amount int64, in *provider.Intent) int64 {
 	if in != nil && in.AmountReceived > 0 {
 		return in.AmountReceived
 	}

@@ -225,3 +225,7 @@ type nopMetrics struct{}
 func (nopMetrics) Idempotency(string, string)                              {}
 func (nopMetrics) ProviderCall(Operation, provider.Outcome, time.Duration) {}
 func (nopMetrics) PaymentTransition(Status, Status)                        {}
+
+// CountTransition observes a payment's move from one status to another,
+// for a change written outside Apply.
+func (s *Service) CountTransition(from, to Status) { s.metrics.PaymentTransition(from, to) }

@@ -197,7 +197,7 @@ func decideAuthorize(next *Payment, a *Attempt, p Payment, out Outcome) {
 	}
 	switch next.Status {
 	case StatusCaptured:
-		next.AmountCaptured = capturedAmount(p.Amount, out.Intent)
+		next.AmountCaptured = CapturedAmount(p.Amount, out.Intent)
 	case StatusDeclined, StatusFailed:
 		next.FailureCode, next.FailureMessage = out.FailureCode, out.FailureMessage
 		if next.FailureCode == "" && out.Intent != nil {
@@ -214,7 +214,7 @@ func decideAuthorize(next *Payment, a *Attempt, p Payment, out Outcome) {
 func decideCapture(next *Payment, a *Attempt, p Payment, out Outcome) string {
 	switch a.Status {
 	case AttemptSucceeded:
-		next.Status, next.AmountCaptured = StatusCaptured, capturedAmount(p.Amount, out.Intent)
+		next.Status, next.AmountCaptured = StatusCaptured, CapturedAmount(p.Amount, out.Intent)
 	case AttemptFailed:
 		adoptIntent(next, out.Intent)
 		return "payment.capture_failed"
@@ -334,7 +334,7 @@ func decideRelease(p Payment, a Attempt, out Outcome, f facts) Transition {
 		next := p
 		next.Status, next.FailureCode, next.FailureMessage, next.UpdatedAt = to, "", "", f.Now
 		if to == StatusCaptured {
-			next.AmountCaptured = capturedAmount(p.Amount, out.Intent)
+			next.AmountCaptured = CapturedAmount(p.Amount, out.Intent)
 		}
 		t.Payment, t.Moved, t.Events = &next, true, []string{"payment." + string(to)}
 		return t

@@ -233,7 +233,7 @@ func (s *Service) applyIntent(ctx context.Context, tx Tx, p *Payment, n Notice, 
 	}
 	switch to {
 	case StatusCaptured:
-		p.AmountCaptured = capturedAmount(p.Amount, n.Intent)
+		p.AmountCaptured = CapturedAmount(p.Amount, n.Intent)
 	case StatusDeclined:
 		p.FailureCode, p.FailureMessage = n.FailureCode, n.FailureMessage
 	}
