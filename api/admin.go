@@ -150,7 +150,7 @@ func (s *Server) adminReconcile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.payments.ReconcilePayment(r.Context(), s.accounts, chi.URLParam(r, "id"), act.Actor, act.Reason)
+	p, err := s.reconciler.Payment(r.Context(), chi.URLParam(r, "id"), act.Actor, act.Reason)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -164,6 +164,6 @@ func (s *Server) adminReplay(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return idempotency.Answer{}, err
 		}
-		return s.payments.Replay(r.Context(), s.accounts, key, chi.URLParam(r, "id"), act.Actor, act.Reason)
+		return s.payments.Replay(r.Context(), s.accounts, s.reconciler.All, key, chi.URLParam(r, "id"), act.Actor, act.Reason)
 	})
 }

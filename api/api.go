@@ -14,6 +14,7 @@ import (
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -28,10 +29,12 @@ type Readiness interface {
 // Config wires a Server.
 type Config struct {
 	Payments *payment.Service
-	Accounts *account.Service
-	Ready    Readiness
-	Metrics  *metrics.Metrics
-	Logger   *slog.Logger
+	// Reconciler reconciles a payment for an operator.
+	Reconciler *reconcile.Reconciler
+	Accounts   *account.Service
+	Ready      Readiness
+	Metrics    *metrics.Metrics
+	Logger     *slog.Logger
 	// AdminToken enables /admin/v1; empty disables it (404).
 	AdminToken string
 	// AuthLimiter counts failed admin authentications per client address;
@@ -55,6 +58,7 @@ type Config struct {
 // Server serves the HTTP API.
 type Server struct {
 	payments      *payment.Service
+	reconciler    *reconcile.Reconciler
 	accounts      *account.Service
 	ready         Readiness
 	metrics       *metrics.Metrics
@@ -70,7 +74,7 @@ type Server struct {
 
 // New checks every dependency.
 func New(c Config) (*Server, error) {
-	if c.Payments == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil || c.Discrepancies == nil {
+	if c.Payments == nil || c.Reconciler == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil || c.Discrepancies == nil {
 		return nil, errors.New("api: payments, discrepancies, accounts, readiness, metrics and logger are required")
 	}
 	if c.AuthLimiter == nil {
@@ -79,7 +83,7 @@ func New(c Config) (*Server, error) {
 	if c.BodyBudget <= 0 {
 		c.BodyBudget = defaultBodyBudget
 	}
-	return &Server{payments: c.Payments, accounts: c.Accounts, ready: c.Ready,
+	return &Server{payments: c.Payments, reconciler: c.Reconciler, accounts: c.Accounts, ready: c.Ready,
 		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, authLimiter: c.AuthLimiter,
 		noMetrics: c.NoMetrics, console: c.Console, discrepancies: c.Discrepancies, webhooks: c.Webhooks,
 		bodies: semaphore.NewWeighted(c.BodyBudget)}, nil

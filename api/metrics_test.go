@@ -243,7 +243,7 @@ func TestMetrics(t *testing.T) {
 		if before.get("payments_by_status", "status", "unknown") != 1 {
 			t.Fatalf("payments_by_status{unknown} = %v, want 1", before.get("payments_by_status", "status", "unknown"))
 		}
-		rec, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, Metrics: e.Metrics, After: 0})
+		rec, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, Metrics: e.Metrics, After: 0})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func runOnce(t *testing.T, e *apitest.Env, svc *payment.Service) reconcile.Summa
 	if svc == nil {
 		svc = e.Payments
 	}
-	r, err := reconcile.New(reconcile.Config{Payments: svc, Accounts: e.Accounts, After: 0})
+	r, err := reconcile.New(reconcile.Config{Payments: svc, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, After: 0})
 	if err != nil {
 		t.Fatalf("reconciler: %v", err)
 	}
@@ -215,7 +215,7 @@ func TestReconcile(t *testing.T) {
 		}
 		// The pass claims one attempt at a time and must not claim what it
 		// already examined.
-		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0})
+		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, After: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestReconcile(t *testing.T) {
 		body := createBody("pedido-rc-busy", 2000)
 		createUnknown(t, e, "k-rc-busy", body)
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldBeforeEffect, Times: 1})
-		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0})
+		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, After: 0})
 		if err != nil {
 			t.Fatalf("reconciler: %v", err)
 		}
@@ -429,7 +429,7 @@ func TestReconcile(t *testing.T) {
 		var wg sync.WaitGroup
 		for i, svc := range services {
 			// One claim at a time, so the reconcilers interleave.
-			r, err := reconcile.New(reconcile.Config{Payments: svc, Accounts: e.Accounts, After: 0})
+			r, err := reconcile.New(reconcile.Config{Payments: svc, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, After: 0})
 			if err != nil {
 				t.Fatal(err)
 			}

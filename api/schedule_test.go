@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/apitest"
-	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider/providersim"
 	"github.com/acmepay/payments/internal/reconcile"
 )
@@ -25,7 +24,7 @@ func TestReconcileSchedule(t *testing.T) {
 		e := apitest.New(t, apitest.Options{})
 		e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.Error500BeforeEffect})
 		createUnknown(t, e, "k-sched", createBody("pedido-sched", 1500))
-		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts,
+		r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts,
 			After: 15 * time.Second, MaxBackoff: time.Hour, Jitter: almostOne})
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +74,7 @@ func TestReconcileLease(t *testing.T) {
 		}
 		down.Remove()
 		hold := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.HoldBeforeEffect, Times: 1})
-		first, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0})
+		first, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, After: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +90,7 @@ func TestReconcileLease(t *testing.T) {
 		// started, never the attempt whose call is still out.
 		e.Clock.Advance(15 * time.Second)
 		_, svc, _ := e.StartInstance()
-		second, err := reconcile.New(reconcile.Config{Payments: svc, Accounts: e.Accounts, After: 0})
+		second, err := reconcile.New(reconcile.Config{Payments: svc, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, After: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +125,11 @@ func TestReconcileLease(t *testing.T) {
 		e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.Error500BeforeEffect, Times: 1})
 		p := createUnknown(t, e, "k-late", createBody("pedido-late", 900))
 		now := e.Clock.Now().Add(time.Second)
-		a, err := e.Payments.ClaimNext(context.Background(), payment.Due{UpdatedBefore: now, Before: now},
+		rec, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := rec.ClaimNext(context.Background(), reconcile.Due{UpdatedBefore: now, Before: now},
 			func(int) time.Time { return now })
 		if err != nil {
 			t.Fatal(err)
@@ -140,9 +143,9 @@ func TestReconcileLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := e.Payments.ReconcileAttempt(context.Background(), acct, a, "reconciler", "")
+		res, err := rec.Attempt(context.Background(), acct, a, "reconciler", "")
 		if err != nil || res.Resolved {
-			t.Fatalf("ReconcileAttempt = %+v, %v; want nothing resolved", res, err)
+			t.Fatalf("Attempt = %+v, %v; want nothing resolved", res, err)
 		}
 		wantKeys(t, opRequests(e.Sim, "authorize"), "pedido-late:autorizar-v1")
 		if v := adminGet(t, e, p["id"].(string)); v.Attempts[0].Status != "unknown" {
@@ -163,7 +166,7 @@ func TestReconcileNeedsAttention(t *testing.T) {
 	e.Clock.Advance(61 * time.Minute) // past RECONCILE_ALERT_AFTER's 1h
 	fresh := createUnknown(t, e, "k-fresh-attention", createBody("pedido-fresh", 1200))["id"].(string)
 
-	r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, Metrics: e.Metrics, Logger: e.Logger(), After: 0})
+	r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, Metrics: e.Metrics, Logger: e.Logger(), After: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ import (
 // routes walks the service's router: pattern → methods it serves.
 func routes(t *testing.T, e *apitest.Env) map[string][]string {
 	t.Helper()
-	srv, err := api.New(api.Config{Payments: e.Payments, Accounts: e.Accounts, Ready: e.DB,
+	srv, err := api.New(api.Config{Payments: e.Payments, Reconciler: e.Reconciler, Accounts: e.Accounts, Ready: e.DB,
 		Metrics: metrics.New(nil, nil, nil), Logger: e.Logger(), Discrepancies: e.Discrepancies})
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +379,7 @@ func TestClientDisconnect(t *testing.T) {
 	// alone and closing it waits for its handlers to finish.
 	logs := &apitest.SyncBuffer{}
 	m := metrics.New(nil, nil, nil)
-	srv, err := api.New(api.Config{Payments: e.Payments, Accounts: e.Accounts, Ready: e.DB, Metrics: m,
+	srv, err := api.New(api.Config{Payments: e.Payments, Reconciler: e.Reconciler, Accounts: e.Accounts, Ready: e.DB, Metrics: m,
 		Logger: logging.New(logs, slog.LevelDebug), Discrepancies: e.Discrepancies})
 	if err != nil {
 		t.Fatal(err)

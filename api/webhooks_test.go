@@ -605,7 +605,7 @@ func TestWebhookResolvesUnknown(t *testing.T) {
 		}
 		wantEffects(t, w.Sim, n)
 
-		rec, err := reconcile.New(reconcile.Config{Payments: w.Payments, Accounts: w.Accounts, After: 0})
+		rec, err := reconcile.New(reconcile.Config{Payments: w.Payments, Store: w.ReconcileStore(), Now: w.ServiceClock(), Accounts: w.Accounts, After: 0})
 		if err != nil {
 			t.Fatal(err)
 		}

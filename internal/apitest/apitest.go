@@ -29,6 +29,7 @@ import (
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/acmepay/payments/internal/provider/providersim"
+	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -105,6 +106,8 @@ type Env struct {
 	Payments *payment.Service
 	// Discrepancies is the first instance's audit.
 	Discrepancies *payment.Discrepancies
+	// Reconciler is the first instance's.
+	Reconciler *reconcile.Reconciler
 	// Webhooks is the first instance's endpoint service, and WebhookWorker
 	// a delivery worker on the test's clock that a test runs job by job.
 	Webhooks      *notify.Service
@@ -163,7 +166,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 		e.Accounts = a.Accounts
 	}
 	if e.Discrepancies == nil {
-		e.Discrepancies = a.Discrepancies
+		e.Discrepancies, e.Reconciler = a.Discrepancies, a.Reconciler
 	}
 	if e.Webhooks == nil {
 		e.Webhooks, e.WebhookWorker = a.Webhooks, a.WebhookWorker
@@ -417,3 +420,10 @@ func (v validatingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	v.e.validate(req, string(body), &Response{Status: hr.StatusCode, Header: hr.Header, Body: b})
 	return hr, nil
 }
+
+// ReconcileStore is the store a reconciler of this test claims through.
+func (e *Env) ReconcileStore() *postgres.PaymentStore { return postgres.NewPaymentStore(e.DB) }
+
+// ServiceClock is the test clock at the database's precision, as the
+// service reads it.
+func (e *Env) ServiceClock() payment.Clock { return payment.NewClock(e.Clock.Now) }

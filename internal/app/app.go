@@ -205,7 +205,7 @@ func (a *App) build(ctx context.Context) (err error) {
 		return err
 	}
 	a.WebhookWorker.Metrics = a.Metrics
-	if a.Reconciler, err = reconcile.New(reconcile.Config{Payments: a.Payments, Accounts: a.Accounts, Logger: log,
+	if a.Reconciler, err = reconcile.New(reconcile.Config{Payments: a.Payments, Store: store, Now: payment.NewClock(cfg.Now), Accounts: a.Accounts, Logger: log,
 		Metrics: a.Metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
 		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
 		return err
@@ -247,13 +247,13 @@ func (a *App) buildAPI() error {
 	if cfg.AdminToken != "" {
 		c, err := console.New(console.Config{Payments: a.Payments, Accounts: a.Accounts, Discrepancies: a.Discrepancies,
 			Store: postgres.NewConsoleStore(a.DB), Logger: a.log, AdminToken: cfg.AdminToken, AuthLimiter: limiter,
-			LastPass: a.Reconciler.LastPass, Now: cfg.Now})
+			Reconciler: a.Reconciler, Now: cfg.Now})
 		if err != nil {
 			return err
 		}
 		con = c.Handler()
 	}
-	srv, err := api.New(api.Config{Payments: a.Payments, Accounts: a.Accounts, Ready: a.DB, Metrics: a.Metrics,
+	srv, err := api.New(api.Config{Payments: a.Payments, Reconciler: a.Reconciler, Accounts: a.Accounts, Ready: a.DB, Metrics: a.Metrics,
 		Logger: a.log, AdminToken: cfg.AdminToken, AuthLimiter: limiter, NoMetrics: cfg.MetricsElsewhere,
 		Console: con, Discrepancies: a.Discrepancies, Webhooks: a.Webhooks})
 	if err != nil {

@@ -48,7 +48,10 @@ type Store interface {
 // Config wires a Console.
 type Config struct {
 	Payments *payment.Service
-	Accounts *account.Service
+	// Reconciler reconciles a payment for an operator and counts the
+	// attempts that need attention.
+	Reconciler *reconcile.Reconciler
+	Accounts   *account.Service
 	// Discrepancies lists and resolves what the audit found.
 	Discrepancies *payment.Discrepancies
 	Store         Store
@@ -57,9 +60,6 @@ type Config struct {
 	// AuthLimiter counts failed sign-ins per client address; the admin
 	// API must share it. Nil: one of the console's own.
 	AuthLimiter *authlimit.Limiter
-	// LastPass is this instance's last reconciliation pass; nil when no
-	// reconciler runs in this process.
-	LastPass func() (reconcile.Pass, bool)
 	// Now is the clock of sessions; default time.Now.
 	Now func() time.Time
 	// SessionTTL is how long a sign-in lasts; default 8 h.
@@ -76,7 +76,7 @@ type Console struct {
 // New checks every dependency; an empty AdminToken is refused, since the
 // console exists only when it is set.
 func New(c Config) (*Console, error) {
-	if c.Payments == nil || c.Accounts == nil || c.Discrepancies == nil || c.Store == nil || c.Logger == nil {
+	if c.Payments == nil || c.Reconciler == nil || c.Accounts == nil || c.Discrepancies == nil || c.Store == nil || c.Logger == nil {
 		return nil, errors.New("console: payments, accounts, discrepancies, store and logger are required")
 	}
 	if c.AdminToken == "" {

@@ -261,7 +261,7 @@ func TestDiscrepancyRefundInDoubt(t *testing.T) {
 	}
 
 	fault.Remove()
-	r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Accounts: e.Accounts, After: 0})
+	r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(), Accounts: e.Accounts, After: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

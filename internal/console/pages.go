@@ -206,12 +206,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	ages, err := c.cfg.Store.PaymentCountWaitingByAge(ctx, c.cfg.Payments.Now())
+	ages, err := c.cfg.Store.PaymentCountWaitingByAge(ctx, payment.NewClock(c.cfg.Now)())
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	n, err := c.cfg.Payments.AttemptsNeedingAttention(ctx)
+	n, err := c.cfg.Reconciler.AttemptsNeedingAttention(ctx)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -246,10 +246,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		d.Waiting = append(d.Waiting, row)
 	}
 	d.NoPass = true
-	if c.cfg.LastPass != nil {
-		if p, ok := c.cfg.LastPass(); ok {
-			d.Pass, d.NoPass = &p, false
-		}
+	if p, ok := c.cfg.Reconciler.LastPass(); ok {
+		d.Pass, d.NoPass = &p, false
 	}
 	c.render(w, r, http.StatusOK, "overview", d)
 }
@@ -324,7 +322,7 @@ func (c *Console) paymentPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Compare = compare(p, d.Provider)
 	for _, a := range v.Attempts {
-		d.Attempts = append(d.Attempts, attemptRow{a, c.cfg.Payments.NeedsAttention(a)})
+		d.Attempts = append(d.Attempts, attemptRow{a, c.cfg.Reconciler.NeedsAttention(a)})
 	}
 	events, err := c.cfg.Store.EventListByPayment(ctx, p.AccountID, p.ID, 200)
 	if err != nil {
@@ -505,14 +503,14 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	var resp idempotency.Answer
 	switch action {
 	case "reconcile":
-		_, err = c.cfg.Payments.ReconcilePayment(ctx, c.cfg.Accounts, id, actor, reason)
+		_, err = c.cfg.Reconciler.Payment(ctx, id, actor, reason)
 	case "replay", "cancel":
 		if key, err = idempotency.ParseKey(key); err != nil {
 			again(http.StatusBadRequest, "This form has no valid idempotency key; reload it.")
 			return
 		}
 		if action == "replay" {
-			resp, err = c.cfg.Payments.Replay(ctx, c.cfg.Accounts, key, id, actor, reason)
+			resp, err = c.cfg.Payments.Replay(ctx, c.cfg.Accounts, c.cfg.Reconciler.All, key, id, actor, reason)
 		} else {
 			resp, err = c.cfg.Payments.AdminCancel(ctx, c.cfg.Accounts, key, id, actor, reason)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
 )
@@ -143,4 +144,17 @@ func AnswerError(ans idempotency.Answer) error {
 		return err
 	}
 	return e
+}
+
+// CompleteKey stores the answer a waiting client key will replay.
+func (s *Service) CompleteKey(ctx context.Context, tx Tx, rec idempotency.Record, p *Payment, a *Attempt, now time.Time) error {
+	var m answerer = answerPayment{s}
+	if rec.Scope.Operation == idempotency.OpAdminResolve {
+		m = answerResolution{s: s}
+	}
+	ans, err := m.Answer(ctx, tx, p, a)
+	if err != nil {
+		return err
+	}
+	return tx.KeyComplete(ctx, rec.ID, ans, now)
 }

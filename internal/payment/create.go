@@ -38,18 +38,12 @@ type creating struct {
 	req  CreateRequest
 }
 
-// ahead: the attempt number travels with the key's reservation.
-func (c *creating) ahead() ReadAhead {
-	return ReadAhead{NextAttempt: &AttemptOf{AccountID: c.acct.ID, OrderID: c.req.OrderID, Op: OpAuthorize}}
-}
+// numbered: a create takes the order's next authorization attempt.
+func (c *creating) numbered() (string, Operation) { return c.req.OrderID, OpAuthorize }
 
 // Start writes the payment and its first authorization attempt.
 func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, error) {
-	s, req := c.s, c.req
-	n, err := tx.NextAttemptNumber(ctx, c.acct.ID, req.OrderID, OpAuthorize)
-	if err != nil {
-		return Started{}, err
-	}
+	s, req, n := c.s, c.req, at.NextAttempt
 	p := &Payment{
 		ID: at.PaymentID, AccountID: c.acct.ID, OrderID: req.OrderID, Attempt: n,
 		Amount: req.Amount, Currency: req.Currency, CaptureMethod: req.CaptureMethod,

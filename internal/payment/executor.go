@@ -65,9 +65,11 @@ type PurgedAnswerer interface {
 	AnswerPurged(ctx context.Context, rec idempotency.Record) (idempotency.Answer, error)
 }
 
-// aheadReader is a Mutation whose Start makes reads the store can pipeline
-// with the key's reservation.
-type aheadReader interface{ ahead() ReadAhead }
+// numbered is a Mutation whose Start takes the order's next attempt number
+// of an operation: the store reads it with the key's reservation.
+type numbered interface {
+	numbered() (orderID string, op Operation)
+}
 
 // Reserved is what Start is given: the time of transaction 1 and the ids
 // reserved with the key.
@@ -75,6 +77,9 @@ type Reserved struct {
 	Now       time.Time
 	PaymentID string
 	AttemptID string
+	// NextAttempt is the order's next attempt number, read with the
+	// reservation for a numbered mutation (a create); 0 otherwise.
+	NextAttempt int
 }
 
 // StartKind says what transaction 1 of a new key did.
@@ -199,11 +204,19 @@ func (s *Service) reserve(ctx context.Context, k Key, m Mutation) (reserved, err
 
 func (s *Service) reserveTx(ctx context.Context, tx Tx, k Key, m Mutation) (reserved, error) {
 	at := Reserved{Now: s.clock(), PaymentID: k.PaymentID, AttemptID: s.newID("att")}
-	if ar, ok := m.(aheadReader); ok {
-		tx.ReadAhead(ar.ahead())
+	res := Reservation{Scope: k.Scope, Fingerprint: k.Fingerprint,
+		LeaseUntil: at.Now.Add(s.lease), PaymentID: k.PaymentID, AttemptID: at.AttemptID, Now: at.Now}
+	var (
+		keyID int64
+		ok    bool
+		err   error
+	)
+	if n, isNumbered := m.(numbered); isNumbered {
+		orderID, op := n.numbered()
+		keyID, ok, at.NextAttempt, err = tx.KeyReserveNumbered(ctx, res, orderID, op)
+	} else {
+		keyID, ok, err = tx.KeyReserve(ctx, res)
 	}
-	keyID, ok, err := tx.KeyReserve(ctx, Reservation{Scope: k.Scope, Fingerprint: k.Fingerprint,
-		LeaseUntil: at.Now.Add(s.lease), PaymentID: k.PaymentID, AttemptID: at.AttemptID, Now: at.Now})
 	if err != nil {
 		return reserved{}, err
 	}
@@ -297,14 +310,7 @@ type settled struct {
 func (s *Service) settle(ctx context.Context, acct Account, w work, out Outcome) (settled, error) {
 	return settleTx(ctx, s, w.attempt, func(ctx context.Context, tx Tx) (settled, error) {
 		now := s.clock()
-		// Lock order everywhere: key, then payment. The payment and the
-		// attempt (read by record) travel with the key.
-		tx.ReadAhead(ReadAhead{LockPayment: &PaymentRef{AccountID: acct.ID, ID: w.payment.ID}, Attempt: w.attempt.ID})
-		rec, err := tx.KeyLock(ctx, w.scope)
-		if err != nil {
-			return settled{}, err
-		}
-		p, err := tx.PaymentLock(ctx, acct.ID, w.payment.ID)
+		rec, p, a, err := tx.KeyLockForSettle(ctx, w.scope, w.payment.ID, w.attempt.ID)
 		if err != nil {
 			return settled{}, err
 		}
@@ -313,7 +319,7 @@ func (s *Service) settle(ctx context.Context, acct Account, w work, out Outcome)
 			// finished first with the same provider key.
 			return settled{answer: idempotency.Answer{Kind: rec.ResponseKind, Body: rec.ResponseBody}}, nil
 		}
-		a, err := s.Apply(ctx, tx, p, w.attempt.ID, out, w.actor, now)
+		a, err = s.applyTo(ctx, tx, p, a, out, w.actor, now)
 		if err != nil {
 			return settled{}, err
 		}
@@ -380,4 +386,70 @@ func inTx[T any](ctx context.Context, st Store, fn func(Tx) (T, error)) (T, erro
 func (s *Service) settleAttempt(ctx context.Context, a *Attempt, fn func(ctx context.Context, tx Tx) error) error {
 	_, err := settleTx(ctx, s, a, func(ctx context.Context, tx Tx) (struct{}, error) { return struct{}{}, fn(ctx, tx) })
 	return err
+}
+
+// ClaimLease is how long a recovery claim holds an attempt: at least
+// IN_PROGRESS_LEASE, and always the whole provider call (which the call
+// caps at the lease) plus one try at recording its answer. A recording that
+// needs more tries happens after the send it guards, and the provider
+// replays a key re-sent by whoever claims next.
+func (s *Service) ClaimLease() time.Duration {
+	return max(s.lease, s.providerTimeout+s.settleTimeout+time.Second)
+}
+
+// Recorded is what SettleClaimed recorded.
+type Recorded struct {
+	// Payment as recorded; Attempt as stored after the outcome.
+	Payment *Payment
+	Attempt *Attempt
+	// At is the time of the transaction that recorded it.
+	At time.Time
+	// ByOther: another path (a webhook, the client's retry) resolved the
+	// attempt while the provider was being asked; that path owns the
+	// resolution.
+	ByOther bool
+}
+
+// SettleClaimed is settle for an attempt a recovery claimed (the
+// reconciler, an operator's reconcile) rather than a client key: it
+// records the outcome under the payment's lock, runs also in the same
+// transaction, and completes the client key waiting on the attempt, if
+// any, once it has its answer. A crash right after it leaves the attempt
+// recorded and the waiting key completed; a crash before it leaves the
+// attempt to the next claim, which asks the provider again with the same
+// key.
+func (s *Service) SettleClaimed(ctx context.Context, acct Account, a *Attempt, out Outcome, actor string,
+	also func(ctx context.Context, tx Tx, r Recorded) error) (Recorded, error) {
+	r, err := settleTx(ctx, s, a, func(ctx context.Context, tx Tx) (Recorded, error) {
+		now := s.clock()
+		rec, err := tx.KeyLockByAttempt(ctx, a.ID)
+		hasKey := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Recorded{}, err
+		}
+		p, err := tx.PaymentLock(ctx, acct.ID, a.PaymentID)
+		if err != nil {
+			return Recorded{}, err
+		}
+		cur, err := tx.AttemptGet(ctx, a.ID)
+		if err != nil {
+			return Recorded{}, err
+		}
+		stored, err := s.Apply(ctx, tx, p, a.ID, out, actor, now)
+		if err != nil {
+			return Recorded{}, err
+		}
+		r := Recorded{Payment: p, Attempt: stored, At: now, ByOther: cur.Status.Resolved()}
+		if err := also(ctx, tx, r); err != nil {
+			return Recorded{}, err
+		}
+		if !stored.Status.Answered() || !hasKey || rec.State == idempotency.StateCompleted {
+			return r, nil
+		}
+		return r, s.CompleteKey(ctx, tx, rec, p, stored, now)
+	})
+	if err == nil && a.Operation == OpAuthorize {
+		s.SendReleases(ctx, acct, r.Payment, actor)
+	}
+	return r, err
 }

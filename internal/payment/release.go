@@ -104,7 +104,7 @@ func (s *Service) SendReleases(ctx context.Context, acct Account, p *Payment, ac
 		// key was never sent, so this is its first send.
 		first := a.Status == AttemptProcessing && a.LeaseExpiresAt == nil && a.ReconcileTries == 0
 		now := s.clock()
-		claimed, err := s.store.AttemptClaim(ctx, a.ID, now, now.Add(s.claimLease()))
+		claimed, err := s.store.AttemptClaim(ctx, a.ID, now, now.Add(s.ClaimLease()))
 		if err != nil {
 			continue // another path holds it, or the database is away: the reconciler owns it
 		}

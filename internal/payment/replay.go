@@ -40,7 +40,7 @@ func actorOf(ctx context.Context) string {
 // failed, not found) does it make a new attempt with the next provider key,
 // audited with actor, reason and the attempt it replaces. While the outcome
 // is still unknown it refuses: never a blind new attempt.
-func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID, actor, reason string) (idempotency.Answer, error) {
+func (s *Service) Replay(ctx context.Context, accounts Accounts, reconcile Reconcile, key, paymentID, actor, reason string) (idempotency.Answer, error) {
 	before, err := s.store.PaymentGetAny(ctx, paymentID)
 	if err != nil {
 		return idempotency.Answer{}, err
@@ -57,7 +57,7 @@ func (s *Service) Replay(ctx context.Context, accounts Accounts, key, paymentID,
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	ans, err := s.Execute(WithActor(ctx, actor), acct, k, &replaying{answerPayment{s}, acct, before, actor, reason})
+	ans, err := s.Execute(WithActor(ctx, actor), acct, k, &replaying{answerPayment{s}, acct, before, actor, reason, reconcile})
 	if errors.Is(err, ErrLiveOrderConflict) {
 		return idempotency.Answer{}, s.LiveOrderError(ctx, acct.ID, before.OrderID)
 	}
@@ -76,12 +76,16 @@ type replaying struct {
 	acct          Account
 	before        *Payment
 	actor, reason string
+	reconcile     Reconcile
 }
+
+// Reconcile reconciles the unresolved attempts of a payment nobody holds.
+type Reconcile func(ctx context.Context, acct Account, paymentID, actor, reason string) error
 
 // Prepare reconciles the payment's unresolved attempts first: a replay
 // decides on what the provider proved, never on a guess.
 func (rp *replaying) Prepare(ctx context.Context, _ bool) error {
-	return rp.s.ReconcileAll(ctx, rp.acct, rp.before.ID, rp.actor, rp.reason)
+	return rp.reconcile(ctx, rp.acct, rp.before.ID, rp.actor, rp.reason)
 }
 
 // Start adopts a success reconciliation found, refuses while the outcome

@@ -86,7 +86,7 @@ func NewService(c Config) (*Service, error) {
 	}
 	s := &Service{
 		store: c.Store, provider: c.Provider, log: c.Logger, metrics: c.Metrics,
-		newID: c.NewID,
+		newID:           c.NewID,
 		providerTimeout: orDefault(c.ProviderTimeout, 10*time.Second),
 		lease:           orDefault(c.Lease, 30*time.Second),
 		keyRetention:    orDefault(c.KeyRetention, 24*time.Hour),

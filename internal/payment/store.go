@@ -33,14 +33,6 @@ type Store interface {
 	PaymentListStuck(ctx context.Context, q StuckQuery) ([]StuckPayment, error)
 	AttemptListByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
 	AuditListByPayment(ctx context.Context, paymentID string) ([]AuditEntry, error)
-	// AttemptClaimNext leases the unresolved attempt nobody holds that has
-	// been due longest, counts the claim and sets its next reconcile time to
-	// nextDue(the claims so far, this one included); ErrNotFound when none
-	// is due.
-	AttemptClaimNext(ctx context.Context, due Due, now, leaseUntil time.Time, nextDue func(tries int) time.Time) (*Attempt, error)
-	// AttemptsNeedingAttention counts unresolved attempts created before
-	// createdBefore.
-	AttemptsNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error)
 	// AttemptClaim leases one unresolved attempt if nobody holds it.
 	AttemptClaim(ctx context.Context, id string, now, leaseUntil time.Time) (*Attempt, error)
 	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
@@ -63,38 +55,22 @@ type Reservation struct {
 	Now         time.Time
 }
 
-// ReadAhead names reads a transaction makes right after its next
-// statement, in this order, and nothing in between: a store that pipelines
-// sends them with that statement, in one round trip, and answers the calls
-// from them. A store may ignore it; the calls answer the same either way.
-type ReadAhead struct {
-	// NextAttempt: NextAttemptNumber of an order's operation.
-	NextAttempt *AttemptOf
-	// LockPayment: PaymentLock of a payment (AccountID, ID).
-	LockPayment *PaymentRef
-	// Attempt: AttemptGet of this attempt id.
-	Attempt string
-}
-
-// AttemptOf names the attempts of one operation of an order.
-type AttemptOf struct {
-	AccountID, OrderID string
-	Op                 Operation
-}
-
-// PaymentRef names one of an account's payments.
-type PaymentRef struct{ AccountID, ID string }
-
 // Tx is one database transaction. Row locks taken through it are held until
 // the transaction ends.
 type Tx interface {
-	// ReadAhead announces the reads that follow the next statement.
-	ReadAhead(r ReadAhead)
 	// KeyReserve inserts the record and returns its id; false when the
 	// scope already has one.
 	KeyReserve(ctx context.Context, r Reservation) (int64, bool, error)
+	// KeyReserveNumbered is KeyReserve that also reads the order's next
+	// attempt number of op (NextAttemptNumber) with the reservation, in one
+	// round trip; next is 0 when the key was not reserved.
+	KeyReserveNumbered(ctx context.Context, r Reservation, orderID string, op Operation) (keyID int64, reserved bool, next int, err error)
 	// KeyLock reads and locks the record of a scope.
 	KeyLock(ctx context.Context, s idempotency.Scope) (idempotency.Record, error)
+	// KeyLockForSettle locks the record of a scope, then the payment, and
+	// reads the attempt: what recording a provider's answer reads, in one
+	// round trip and in the order every path locks (key, then payment).
+	KeyLockForSettle(ctx context.Context, s idempotency.Scope, paymentID, attemptID string) (idempotency.Record, *Payment, *Attempt, error)
 	KeyTakeLease(ctx context.Context, id int64, until, now time.Time) error
 	KeyMarkUnknown(ctx context.Context, id int64, now time.Time) error
 	KeyComplete(ctx context.Context, id int64, ans idempotency.Answer, now time.Time) error

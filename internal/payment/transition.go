@@ -68,6 +68,11 @@ func (s *Service) Apply(ctx context.Context, tx Tx, p *Payment, attemptID string
 	if err != nil {
 		return nil, err
 	}
+	return s.applyTo(ctx, tx, p, a, out, actor, now)
+}
+
+// applyTo is Apply on an attempt read in the caller's transaction.
+func (s *Service) applyTo(ctx context.Context, tx Tx, p *Payment, a *Attempt, out Outcome, actor string, now time.Time) (_ *Attempt, err error) {
 	if a.Status.Resolved() {
 		return a, nil
 	}
@@ -183,7 +188,7 @@ func outcomeDetails(a *Attempt, out Outcome) map[string]any {
 // outcome proves.
 func decideAuthorize(next *Payment, a *Attempt, p Payment, out Outcome) {
 	next.Status = AuthorizationStatus(out)
-	if expiredAtProvider(out) && p.Status.Waiting() {
+	if out.ExpiredAtProvider() && p.Status.Waiting() {
 		// The provider let it lapse but it stays open until canceled:
 		// it ends here only once the cancel has made sure (expire).
 		next.Status, a.Status = p.Status, AttemptWaiting
@@ -275,7 +280,7 @@ func conclude(t Transition, p, next Payment, a Attempt, out Outcome, event strin
 			st = p
 		}
 		a.NextReconcileAt = f.Wait.next(&st, &a, f.Now)
-		if expiredAtProvider(out) {
+		if out.ExpiredAtProvider() {
 			now := f.Now
 			a.NextReconcileAt = &now // due at once: cancel it at the provider
 		}

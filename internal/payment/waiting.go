@@ -49,9 +49,9 @@ func movedOn(p *Payment, a *Attempt) bool {
 	return p.Status == StatusCaptured || (p.Status == StatusAuthorized && readCancel(a).From == StatusRequiresAction)
 }
 
-// expiredAtProvider tells an answer showing a Pix or Boleto the provider
+// ExpiredAtProvider tells an answer showing a Pix or Boleto the provider
 // let lapse unpaid.
-func expiredAtProvider(out Outcome) bool {
+func (out Outcome) ExpiredAtProvider() bool {
 	return out.FailureCode == provider.FailureExpired ||
 		(out.Intent != nil && out.Intent.State == provider.IntentNeedsPaymentMethod && out.Intent.FailureCode == provider.FailureExpired)
 }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// ahead holds the answers of reads sent ahead of their calls
-// (payment.ReadAhead). Each is used once, by the call it names, and only
+// ahead holds the answers of reads sent ahead of their calls (see
+// readAhead). Each is used once, by the call it names, and only
 // while the transaction has queued nothing since it was read: then the
 // call would have read the same.
 type ahead struct {
@@ -47,10 +46,22 @@ func take[T any](a **answer[T], fresh, match bool) (*answer[T], bool) {
 	return got, true
 }
 
-// ReadAhead queues the reads r names to follow the next statement.
-func (t *paymentTx) ReadAhead(r payment.ReadAhead) {
-	if n := r.NextAttempt; n != nil {
-		arg := dbsqlc.AttemptNextNumberParams{AccountID: n.AccountID, OrderID: n.OrderID, Operation: string(n.Op)}
+// reads names reads a business-sized store method makes right after its
+// next statement, in this order and nothing in between: they are sent with
+// that statement, in one round trip, and the calls are answered from them.
+type reads struct {
+	// nextAttempt: NextAttemptNumber of an order's operation.
+	nextAttempt *dbsqlc.AttemptNextNumberParams
+	// lockPayment: PaymentLock of a payment.
+	lockPayment *dbsqlc.PaymentGetByIDForUpdateParams
+	// attempt: AttemptGet of this attempt id.
+	attempt string
+}
+
+// readAhead queues the reads r names to follow the next statement.
+func (t *paymentTx) readAhead(r reads) {
+	if n := r.nextAttempt; n != nil {
+		arg := *n
 		readAheadQuery(t, func(q *dbsqlc.Queries) error {
 			v, err := q.AttemptNextNumber(context.Background(), arg)
 			if !errors.Is(err, errRecorded) {
@@ -59,8 +70,8 @@ func (t *paymentTx) ReadAhead(r payment.ReadAhead) {
 			return err
 		})
 	}
-	if p := r.LockPayment; p != nil {
-		arg := dbsqlc.PaymentGetByIDForUpdateParams{AccountID: p.AccountID, ID: p.ID}
+	if p := r.lockPayment; p != nil {
+		arg := *p
 		readAheadQuery(t, func(q *dbsqlc.Queries) error {
 			v, err := q.PaymentGetByIDForUpdate(context.Background(), arg)
 			if !errors.Is(err, errRecorded) {
@@ -69,7 +80,7 @@ func (t *paymentTx) ReadAhead(r payment.ReadAhead) {
 			return err
 		})
 	}
-	if id := r.Attempt; id != "" {
+	if id := r.attempt; id != "" {
 		readAheadQuery(t, func(q *dbsqlc.Queries) error {
 			v, err := q.AttemptGetByID(context.Background(), id)
 			if !errors.Is(err, errRecorded) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/reconcile"
 )
 
 // The reconciler claims from the few unresolved attempts through an index,
@@ -36,7 +37,7 @@ func TestClaimDoesNotScanAttempts(t *testing.T) {
 	now := time.Now()
 	claimed := 0
 	for {
-		a, err := store.AttemptClaimNext(ctx, payment.Due{UpdatedBefore: now, Before: now}, now, now.Add(time.Minute),
+		a, err := store.AttemptClaimNext(ctx, reconcile.Due{UpdatedBefore: now, Before: now}, now, now.Add(time.Minute),
 			func(int) time.Time { return now.Add(time.Hour) })
 		if errors.Is(err, payment.ErrNotFound) {
 			break

@@ -11,6 +11,7 @@ import (
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
+	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -78,7 +79,7 @@ func (s *PaymentStore) AuditListByPayment(ctx context.Context, paymentID string)
 
 // AttemptClaimNext leases the next due unresolved attempt for one
 // reconciler and schedules its next claim, in one transaction.
-func (s *PaymentStore) AttemptClaimNext(ctx context.Context, due payment.Due, now, leaseUntil time.Time, nextDue func(tries int) time.Time) (*payment.Attempt, error) {
+func (s *PaymentStore) AttemptClaimNext(ctx context.Context, due reconcile.Due, now, leaseUntil time.Time, nextDue func(tries int) time.Time) (*payment.Attempt, error) {
 	var a *payment.Attempt
 	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
 		q := s.db.q.WithTx(tx)

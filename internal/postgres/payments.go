@@ -99,6 +99,30 @@ func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (int6
 	return row.ID, err == nil, translate(err)
 }
 
+func (t *paymentTx) KeyReserveNumbered(ctx context.Context, r payment.Reservation, orderID string, op payment.Operation) (int64, bool, int, error) {
+	t.readAhead(reads{nextAttempt: &dbsqlc.AttemptNextNumberParams{AccountID: r.Scope.AccountID, OrderID: orderID, Operation: string(op)}})
+	id, ok, err := t.KeyReserve(ctx, r)
+	if err != nil || !ok {
+		return id, ok, 0, err
+	}
+	n, err := t.NextAttemptNumber(ctx, r.Scope.AccountID, orderID, op)
+	return id, ok, n, err
+}
+
+func (t *paymentTx) KeyLockForSettle(ctx context.Context, sc idempotency.Scope, paymentID, attemptID string) (idempotency.Record, *payment.Payment, *payment.Attempt, error) {
+	t.readAhead(reads{lockPayment: &dbsqlc.PaymentGetByIDForUpdateParams{AccountID: sc.AccountID, ID: paymentID}, attempt: attemptID})
+	rec, err := t.KeyLock(ctx, sc)
+	if err != nil {
+		return rec, nil, nil, err
+	}
+	p, err := t.PaymentLock(ctx, sc.AccountID, paymentID)
+	if err != nil {
+		return rec, nil, nil, err
+	}
+	a, err := t.AttemptGet(ctx, attemptID)
+	return rec, p, a, err
+}
+
 func (t *paymentTx) KeyLock(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
 	t.endpointsAhead(sc.AccountID)
 	row, err := t.q.IdempotencyKeyGetForUpdate(ctx, dbsqlc.IdempotencyKeyGetForUpdateParams{

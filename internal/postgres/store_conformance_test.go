@@ -13,6 +13,7 @@ import (
 	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -720,7 +721,7 @@ func conformAttemptClaims(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		as := threeAttempts(t, c)
-		due := payment.Due{UpdatedBefore: at(5), Before: at(100)}
+		due := reconcile.Due{UpdatedBefore: at(5), Before: at(100)}
 		var tries []int
 		nextDue := func(n int) time.Time { tries = append(tries, n); return at(200 + len(tries)) }
 		// The one untouched longest first (att_2 at 1 s, att_3 at 4 s),
@@ -738,7 +739,7 @@ func conformAttemptClaims(t *testing.T) {
 		_, err := c.store.AttemptClaimNext(c.ctx, due, at(10), at(40), nextDue)
 		wantNotFound(t, "nothing due", err)
 		// Past their lease and next time, claimed again: the count grows.
-		got, err := c.store.AttemptClaimNext(c.ctx, payment.Due{UpdatedBefore: at(5), Before: at(300)}, at(250), at(280), nextDue)
+		got, err := c.store.AttemptClaimNext(c.ctx, reconcile.Due{UpdatedBefore: at(5), Before: at(300)}, at(250), at(280), nextDue)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -994,25 +995,39 @@ func conformTransactions(t *testing.T) {
 		_, err = c.store.PaymentGet(c.ctx, "acct_1", "pay_2")
 		wantNotFound(t, "a payment of a rolled back transaction", err)
 	})
-	// The reads a transaction announces answer as the calls would.
-	t.Run("ReadAhead", func(t *testing.T) {
+	// The business-sized methods answer as the calls they combine would.
+	t.Run("KeyReserveNumbered", func(t *testing.T) {
+		t.Parallel()
+		c := newConf(t)
+		insertAttempts(t, c, newAttempt(c.p, "att_1", payment.OpAuthorize, 1, at(0)))
+		c.tx(t, func(tx payment.Tx) error {
+			res := payment.Reservation{Scope: idempotency.Scope{AccountID: "acct_1", Operation: "create",
+				KeyHash: []byte("kh")}, Fingerprint: []byte("fp"), LeaseUntil: at(30), Now: at(0)}
+			_, ok, n, err := tx.KeyReserveNumbered(c.ctx, res, c.p.OrderID, payment.OpAuthorize)
+			same(t, "first", []any{ok, n, err}, []any{true, 2, nil})
+			_, ok, n, err = tx.KeyReserveNumbered(c.ctx, res, c.p.OrderID, payment.OpAuthorize)
+			same(t, "second", []any{ok, n, err}, []any{false, 0, nil})
+			return nil
+		})
+	})
+	t.Run("KeyLockForSettle", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		a := newAttempt(c.p, "att_1", payment.OpAuthorize, 1, at(0))
 		insertAttempts(t, c, a)
+		sc := idempotency.Scope{AccountID: "acct_1", Operation: "create", KeyHash: []byte("kh")}
 		c.tx(t, func(tx payment.Tx) error {
-			tx.ReadAhead(payment.ReadAhead{NextAttempt: &payment.AttemptOf{AccountID: "acct_1", OrderID: c.p.OrderID, Op: payment.OpAuthorize},
-				LockPayment: &payment.PaymentRef{AccountID: "acct_1", ID: "pay_1"}, Attempt: "att_1"})
-			if _, _, err := tx.KeyReserve(c.ctx, payment.Reservation{Scope: idempotency.Scope{AccountID: "acct_1", Operation: "create",
-				KeyHash: []byte("kh")}, Fingerprint: []byte("fp"), LeaseUntil: at(30), Now: at(0)}); err != nil {
-				return err
-			}
-			n, err := tx.NextAttemptNumber(c.ctx, "acct_1", c.p.OrderID, payment.OpAuthorize)
-			same(t, "NextAttemptNumber", []any{n, err}, []any{2, nil})
-			p, err := tx.PaymentLock(c.ctx, "acct_1", "pay_1")
-			same(t, "PaymentLock", []any{utcPayment(p), err}, []any{utcPayment(c.p), nil})
-			got, err := tx.AttemptGet(c.ctx, "att_1")
-			same(t, "AttemptGet", []any{utcAttempt(got), err}, []any{a, nil})
+			_, _, err := tx.KeyReserve(c.ctx, payment.Reservation{Scope: sc, Fingerprint: []byte("fp"),
+				LeaseUntil: at(30), PaymentID: "pay_1", AttemptID: "att_1", Now: at(0)})
+			return err
+		})
+		c.tx(t, func(tx payment.Tx) error {
+			rec, p, got, err := tx.KeyLockForSettle(c.ctx, sc, "pay_1", "att_1")
+			same(t, "KeyLockForSettle", []any{rec.AttemptID, utcPayment(p), utcAttempt(got), err},
+				[]any{"att_1", utcPayment(c.p), a, nil})
+			_, _, _, err = tx.KeyLockForSettle(c.ctx, idempotency.Scope{AccountID: "acct_1", Operation: "create",
+				KeyHash: []byte("none")}, "pay_1", "att_1")
+			wantNotFound(t, "an unknown key", err)
 			return nil
 		})
 	})

@@ -27,9 +27,12 @@ type Metrics interface {
 // Config wires a Reconciler.
 type Config struct {
 	Payments *payment.Service
+	Store    Store
 	Accounts payment.Accounts
-	Logger   *slog.Logger
-	Metrics  Metrics
+	// Now is the service's clock (time.Now by default).
+	Now     payment.Clock
+	Logger  *slog.Logger
+	Metrics Metrics
 	// After is RECONCILE_AFTER: attempts younger than this are left to the
 	// request that owns them, and the first pause between two tries (0:
 	// none, every pass tries every unresolved attempt).
@@ -73,8 +76,11 @@ func (r *Reconciler) LastPass() (Pass, bool) {
 
 // New checks the configuration.
 func New(c Config) (*Reconciler, error) {
-	if c.Payments == nil || c.Accounts == nil {
-		return nil, errors.New("reconcile: payments and accounts are required")
+	if c.Payments == nil || c.Store == nil || c.Accounts == nil {
+		return nil, errors.New("reconcile: payments, store and accounts are required")
+	}
+	if c.Now == nil {
+		c.Now = payment.NewClock(nil)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -128,14 +134,14 @@ type Summary struct {
 // Each claim sets the attempt's next due time, so an attempt still unknown
 // is tried again only after its backoff, never twice in one pass.
 func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
-	defer func() { r.last.Store(&Pass{At: r.cfg.Payments.Now(), Summary: sum, Failed: err != nil}) }()
+	defer func() { r.last.Store(&Pass{At: r.cfg.Now(), Summary: sum, Failed: err != nil}) }()
 	sum = Summary{Resolved: map[string]int{}}
 	seen := map[string]bool{}
-	start := r.cfg.Payments.Now()
-	due := payment.Due{UpdatedBefore: start.Add(-r.cfg.After), Before: start}
+	start := r.cfg.Now()
+	due := Due{UpdatedBefore: start.Add(-r.cfg.After), Before: start}
 	for ctx.Err() == nil {
-		a, err := r.cfg.Payments.ClaimNext(ctx, due, func(tries int) time.Time {
-			return r.cfg.Payments.Now().Add(Backoff(tries, r.cfg.After, r.cfg.MaxBackoff, r.cfg.Jitter()))
+		a, err := r.ClaimNext(ctx, due, func(tries int) time.Time {
+			return r.cfg.Now().Add(Backoff(tries, r.cfg.After, r.cfg.MaxBackoff, r.cfg.Jitter()))
 		})
 		if errors.Is(err, payment.ErrNotFound) {
 			break
@@ -152,7 +158,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 		if err != nil {
 			return sum, err
 		}
-		res, err := r.cfg.Payments.ReconcileAttempt(ctx, acct, a, "reconciler", "")
+		res, err := r.Attempt(ctx, acct, a, "reconciler", "")
 		if err != nil {
 			return sum, err
 		}
@@ -171,14 +177,14 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 		log := []slog.Attr{slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID),
 			slog.String("operation", string(a.Operation)), slog.Bool("resolved", res.Resolved), slog.String("status", res.Status),
 			slog.Int("tries", a.ReconcileTries)}
-		if !res.Resolved && !res.ByOther && !res.Waiting && r.cfg.Payments.Now().Sub(a.CreatedAt) > r.cfg.AlertAfter {
+		if !res.Resolved && !res.ByOther && !res.Waiting && r.cfg.Now().Sub(a.CreatedAt) > r.cfg.AlertAfter {
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "attempt needs attention: unresolved past RECONCILE_ALERT_AFTER",
 				append(log, slog.Time("created_at", a.CreatedAt), slog.Any("next_try_at", a.NextReconcileAt))...)
 		} else {
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconciled", log...)
 		}
 	}
-	n, err := r.cfg.Payments.AttemptsNeedingAttention(ctx)
+	n, err := r.AttemptsNeedingAttention(ctx)
 	if err != nil {
 		return sum, err
 	}
