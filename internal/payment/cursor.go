@@ -67,7 +67,7 @@ func (c Cursor[T]) Decode(token string) (T, error) {
 func IDCursor(kind, field string) Cursor[string] {
 	return Cursor[string]{Kind: kind, Field: field,
 		Format: func(id string) string { return id },
-		Parse:  func(s string) (string, bool) { return s, validID(s) },
+		Parse:  func(s string) (string, bool) { return s, ValidID(s) },
 	}
 }
 
@@ -84,7 +84,7 @@ var StuckCursors = Cursor[StuckCursor]{Kind: "stuck", Field: "after",
 	Parse: func(s string) (StuckCursor, bool) {
 		micros, id, ok := strings.Cut(s, ".")
 		n, err := strconv.ParseInt(micros, 10, 64)
-		if !ok || err != nil || n < 0 || n > maxCursorMicros || !validID(id) {
+		if !ok || err != nil || n < 0 || n > maxCursorMicros || !ValidID(id) {
 			return StuckCursor{}, false
 		}
 		return StuckCursor{UpdatedAt: time.UnixMicro(n).UTC(), ID: id}, true
@@ -93,3 +93,17 @@ var StuckCursors = Cursor[StuckCursor]{Kind: "stuck", Field: "after",
 
 // DiscrepancyCursors is the codec of the discrepancy list's cursor.
 var DiscrepancyCursors = IDCursor("discrepancy", "cursor")
+
+// ValidID accepts the service's own ids (prefix_ then hex).
+func ValidID(id string) bool {
+	prefix, rest, ok := strings.Cut(id, "_")
+	if !ok || prefix == "" || len(rest) != 32 {
+		return false
+	}
+	for _, r := range prefix + rest {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -508,12 +508,12 @@ func compare(p *Payment, st providerState) []found {
 	var contested []Dispute
 	for _, dp := range st.disputes {
 		if dp.Status != "won" && dp.Status != "warning_closed" {
-			contested = append(contested, fromProviderDispute(dp))
+			contested = append(contested, FromProviderDispute(dp))
 		}
 	}
 	if len(contested) > 0 {
 		out = append(out, found{KindDisputed,
-			map[string]any{"disputes": nonNilDisputes(p.Disputes)}, map[string]any{"disputes": contested}})
+			map[string]any{"disputes": NonNilDisputes(p.Disputes)}, map[string]any{"disputes": contested}})
 	}
 	return out
 }
@@ -551,7 +551,7 @@ func (d *Discrepancies) adopt(ctx context.Context, tx Tx, p *Payment, kind Discr
 		ds := p.Disputes
 		closedOnly := true
 		for _, dp := range st.disputes {
-			ds, _ = mergeDispute(ds, fromProviderDispute(dp))
+			ds, _ = MergeDispute(ds, FromProviderDispute(dp))
 			closedOnly = closedOnly && dp.Closed
 		}
 		p.Disputes, p.UpdatedAt = ds, now

@@ -228,9 +228,9 @@ type StuckPayment struct {
 // MarshalJSON renders the payment object with needs_attention.
 func (p StuckPayment) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		view
+		JSONView
 		NeedsAttention bool `json:"needs_attention"`
-	}{p.view(), p.NeedsAttention})
+	}{p.View(), p.NeedsAttention})
 }
 
 // StuckCursor is a position in the stuck list; the zero value is its start.
@@ -261,20 +261,6 @@ func (c StuckCursor) String() string {
 // ParseStuckCursor reads a token made by StuckCursor.String.
 func ParseStuckCursor(v string) (StuckCursor, error) {
 	return StuckCursors.Decode(v)
-}
-
-// validID accepts the service's own ids (prefix_ then hex).
-func validID(id string) bool {
-	prefix, rest, ok := strings.Cut(id, "_")
-	if !ok || prefix == "" || len(rest) != 32 {
-		return false
-	}
-	for _, r := range prefix + rest {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // ListStuck returns a page of payments of one account ("" for any) in the

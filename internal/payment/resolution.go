@@ -234,6 +234,12 @@ func (ar answerResolution) Answer(ctx context.Context, tx Tx, p *Payment, a *Att
 	return answerJSON(knownOr(a, idempotency.KindOK), cur)
 }
 
+// ResolutionAnswer is the answer of a resolve of discrepancy id (see
+// answerResolution), for the resolve's Mutation outside the core.
+func (s *Service) ResolutionAnswer(ctx context.Context, tx Tx, id string, p *Payment, a *Attempt) (idempotency.Answer, error) {
+	return answerResolution{s: s, id: id}.Answer(ctx, tx, p, a)
+}
+
 // AnswerPurged answers a key whose stored answer was purged: the
 // discrepancy as it is now.
 func (rs *resolving) AnswerPurged(ctx context.Context, _ idempotency.Record) (idempotency.Answer, error) {
