@@ -24,6 +24,7 @@ import (
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
@@ -103,8 +104,9 @@ type Env struct {
 	Counter  *postgres.Counter
 	Accounts *account.Service
 	Payments *payment.Service
-	// Discrepancies is the first instance's audit.
-	Discrepancies *payment.Discrepancies
+	// Operations is the first instance's operations (admin, audit,
+	// discrepancies).
+	Operations *operations.Service
 	// Webhooks is the first instance's endpoint service, and WebhookWorker
 	// a delivery worker on the test's clock that a test runs job by job.
 	Webhooks      *notify.Service
@@ -162,8 +164,8 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if e.Accounts == nil {
 		e.Accounts = a.Accounts
 	}
-	if e.Discrepancies == nil {
-		e.Discrepancies = a.Discrepancies
+	if e.Operations == nil {
+		e.Operations = a.Operations
 	}
 	if e.Webhooks == nil {
 		e.Webhooks, e.WebhookWorker = a.Webhooks, a.WebhookWorker

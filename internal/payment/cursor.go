@@ -2,9 +2,7 @@ package payment
 
 import (
 	"encoding/base64"
-	"strconv"
 	"strings"
-	"time"
 )
 
 // cursorVersion heads every paging token; a new encoding takes a new
@@ -70,29 +68,6 @@ func IDCursor(kind, field string) Cursor[string] {
 		Parse:  func(s string) (string, bool) { return s, ValidID(s) },
 	}
 }
-
-// maxCursorMicros is the last instant a time cursor may name (the end of
-// year 9999): far beyond any row, and inside what PostgreSQL can compare.
-var maxCursorMicros = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
-
-// StuckCursors is the codec of the stuck list's after (the API's and the
-// console's).
-var StuckCursors = Cursor[StuckCursor]{Kind: "stuck", Field: "after",
-	Format: func(c StuckCursor) string {
-		return strconv.FormatInt(c.UpdatedAt.UnixMicro(), 10) + "." + c.ID
-	},
-	Parse: func(s string) (StuckCursor, bool) {
-		micros, id, ok := strings.Cut(s, ".")
-		n, err := strconv.ParseInt(micros, 10, 64)
-		if !ok || err != nil || n < 0 || n > maxCursorMicros || !ValidID(id) {
-			return StuckCursor{}, false
-		}
-		return StuckCursor{UpdatedAt: time.UnixMicro(n).UTC(), ID: id}, true
-	},
-}
-
-// DiscrepancyCursors is the codec of the discrepancy list's cursor.
-var DiscrepancyCursors = IDCursor("discrepancy", "cursor")
 
 // ValidID accepts the service's own ids (prefix_ then hex).
 func ValidID(id string) bool {
