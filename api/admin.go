@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/go-chi/chi/v5"
 )
@@ -85,7 +86,7 @@ func (s *Server) adminListPayments(w http.ResponseWriter, r *http.Request) {
 	statuses := []payment.Status{payment.StatusUnknown, payment.StatusProcessing}
 	if v := q.Get("status"); v != "" {
 		var err error
-		if statuses, err = payment.ParseStatuses(v); err != nil {
+		if statuses, err = operations.ParseStatuses(v); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -105,12 +106,12 @@ func (s *Server) adminListPayments(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	after, err := payment.ParseStuckCursor(q.Get("after"))
+	after, err := operations.ParseStuckCursor(q.Get("after"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	ps, err := s.payments.ListStuck(r.Context(), "", statuses, olderThan, after, limit+1)
+	ps, err := s.operations.ListStuck(r.Context(), "", statuses, olderThan, after, limit+1)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -118,7 +119,7 @@ func (s *Server) adminListPayments(w http.ResponseWriter, r *http.Request) {
 	l := page(ps, limit)
 	next := after
 	if n := len(l.Data); n > 0 {
-		next = payment.StuckCursor{UpdatedAt: l.Data[n-1].UpdatedAt, ID: l.Data[n-1].ID}
+		next = operations.StuckCursor{UpdatedAt: l.Data[n-1].UpdatedAt, ID: l.Data[n-1].ID}
 	}
 	writeJSON(w, http.StatusOK, stuckList{list: l, NextCursor: next.String()})
 }
@@ -126,12 +127,12 @@ func (s *Server) adminListPayments(w http.ResponseWriter, r *http.Request) {
 // stuckList is a page of the stuck list; pass next_cursor as after for the
 // next page.
 type stuckList struct {
-	list[payment.StuckPayment]
+	list[operations.StuckPayment]
 	NextCursor string `json:"next_cursor"`
 }
 
 func (s *Server) adminGetPayment(w http.ResponseWriter, r *http.Request) {
-	v, err := s.payments.AdminGet(r.Context(), chi.URLParam(r, "id"))
+	v, err := s.operations.AdminGet(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -164,6 +165,6 @@ func (s *Server) adminReplay(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return idempotency.Answer{}, err
 		}
-		return s.payments.Replay(r.Context(), s.accounts, s.reconciler.All, key, chi.URLParam(r, "id"), act.Actor, act.Reason)
+		return s.operations.Replay(r.Context(), key, chi.URLParam(r, "id"), act.Actor, act.Reason)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/acmepay/payments/internal/authlimit"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/go-chi/chi/v5"
@@ -45,8 +46,8 @@ type Config struct {
 	// Console, when set, is served at /console/ (the operations console,
 	// which exists only with an admin token).
 	Console http.Handler
-	// Discrepancies serves /admin/v1/discrepancies.
-	Discrepancies *payment.Discrepancies
+	// Operations serves the admin payments and /admin/v1/discrepancies.
+	Operations *operations.Service
 	// Webhooks serves /v1/webhook_endpoints and event deliveries; nil
 	// leaves them out (404).
 	Webhooks *notify.Service
@@ -57,25 +58,25 @@ type Config struct {
 
 // Server serves the HTTP API.
 type Server struct {
-	payments      *payment.Service
-	reconciler    *reconcile.Reconciler
-	accounts      *account.Service
-	ready         Readiness
-	metrics       *metrics.Metrics
-	log           *slog.Logger
-	adminToken    string
-	authLimiter   *authlimit.Limiter
-	noMetrics     bool
-	console       http.Handler
-	discrepancies *payment.Discrepancies
-	webhooks      *notify.Service
-	bodies        *semaphore.Weighted
+	payments    *payment.Service
+	reconciler  *reconcile.Reconciler
+	accounts    *account.Service
+	ready       Readiness
+	metrics     *metrics.Metrics
+	log         *slog.Logger
+	adminToken  string
+	authLimiter *authlimit.Limiter
+	noMetrics   bool
+	console     http.Handler
+	operations  *operations.Service
+	webhooks    *notify.Service
+	bodies      *semaphore.Weighted
 }
 
 // New checks every dependency.
 func New(c Config) (*Server, error) {
-	if c.Payments == nil || c.Reconciler == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil || c.Discrepancies == nil {
-		return nil, errors.New("api: payments, discrepancies, accounts, readiness, metrics and logger are required")
+	if c.Payments == nil || c.Reconciler == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil || c.Operations == nil {
+		return nil, errors.New("api: payments, reconciler, operations, accounts, readiness, metrics and logger are required")
 	}
 	if c.AuthLimiter == nil {
 		c.AuthLimiter = authlimit.New(authlimit.Config{})
@@ -85,7 +86,7 @@ func New(c Config) (*Server, error) {
 	}
 	return &Server{payments: c.Payments, reconciler: c.Reconciler, accounts: c.Accounts, ready: c.Ready,
 		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, authLimiter: c.AuthLimiter,
-		noMetrics: c.NoMetrics, console: c.Console, discrepancies: c.Discrepancies, webhooks: c.Webhooks,
+		noMetrics: c.NoMetrics, console: c.Console, operations: c.Operations, webhooks: c.Webhooks,
 		bodies: semaphore.NewWeighted(c.BodyBudget)}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/go-chi/chi/v5"
 )
@@ -22,7 +23,7 @@ func (s *Server) adminListDiscrepancies(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	q := r.URL.Query()
-	pg, err := s.discrepancies.List(r.Context(), payment.DiscrepancyStatus(q.Get("status")), q.Get("payment_id"), q.Get("cursor"), limit)
+	pg, err := s.operations.ListDiscrepancies(r.Context(), payment.DiscrepancyStatus(q.Get("status")), q.Get("payment_id"), q.Get("cursor"), limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -34,7 +35,7 @@ func (s *Server) adminListDiscrepancies(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) adminGetDiscrepancy(w http.ResponseWriter, r *http.Request) {
-	d, err := s.discrepancies.Get(r.Context(), chi.URLParam(r, "id"))
+	d, err := s.operations.GetDiscrepancy(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -58,7 +59,7 @@ func (s *Server) adminResolveDiscrepancy(w http.ResponseWriter, r *http.Request)
 		if err := checkAdminAction(adminAction{Actor: req.Actor, Reason: req.Reason}); err != nil {
 			return idempotency.Answer{}, err
 		}
-		return s.discrepancies.Resolve(r.Context(), key, chi.URLParam(r, "id"), payment.ResolveRequest{
+		return s.operations.Resolve(r.Context(), key, chi.URLParam(r, "id"), operations.ResolveRequest{
 			Actor: req.Actor, Reason: req.Reason, Action: payment.ResolveAction(req.Action)})
 	})
 }

@@ -97,7 +97,7 @@ func TestAudit(t *testing.T) {
 		}
 		stats := e.Sim.Stats()
 
-		sum, err := e.Discrepancies.Audit(context.Background(), time.Hour)
+		sum, err := e.Operations.Audit(context.Background(), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestAudit(t *testing.T) {
 		// A second pass refreshes, never duplicates.
 		first := listDiscrepancies(t, e, "")
 		e.Clock.Advance(time.Minute)
-		if _, err := e.Discrepancies.Audit(context.Background(), time.Hour); err != nil {
+		if _, err := e.Operations.Audit(context.Background(), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		second := listDiscrepancies(t, e, "")
@@ -150,7 +150,7 @@ func TestAudit(t *testing.T) {
 		t.Parallel()
 		e := apitest.New(t, apitest.Options{})
 		pl := plantDiscrepancies(t, e)
-		if _, err := e.Discrepancies.Audit(context.Background(), 0); err != nil {
+		if _, err := e.Operations.Audit(context.Background(), 0); err != nil {
 			t.Fatal(err)
 		}
 		idOf := map[string]string{}
@@ -268,7 +268,7 @@ func TestAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := string(e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/payments/" + id}).Body)
-		sum, err := e.Discrepancies.Audit(context.Background(), time.Hour)
+		sum, err := e.Operations.Audit(context.Background(), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +297,7 @@ func TestAudit(t *testing.T) {
 		e := apitest.New(t, apitest.Options{})
 		pl := plantDiscrepancies(t, e)
 		e.Sim.Inject(providersim.Fault{Op: "list_disputes", Kind: providersim.Error500BeforeEffect})
-		sum, err := e.Discrepancies.Audit(context.Background(), time.Hour)
+		sum, err := e.Operations.Audit(context.Background(), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +319,7 @@ func TestAudit(t *testing.T) {
 		}
 		// The next pass, with the provider answering, checks disputes again.
 		e.Sim.ClearFaults()
-		sum, err = e.Discrepancies.Audit(context.Background(), time.Hour)
+		sum, err = e.Operations.Audit(context.Background(), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func paidBehind(t *testing.T, e *apitest.Env, order string) (paymentID, intentID
 	if _, err := e.Sim.PayBehind(intentID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Discrepancies.Audit(context.Background(), 0); err != nil {
+	if _, err := e.Operations.Audit(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range listDiscrepancies(t, e, "?status=open&payment_id="+paymentID) {
@@ -124,7 +124,7 @@ func TestResolveRefund(t *testing.T) {
 			t.Errorf("refunds at the provider = %d, want 1", got)
 		}
 		// Nothing is left to find.
-		if _, err := e.Discrepancies.Audit(context.Background(), 0); err != nil {
+		if _, err := e.Operations.Audit(context.Background(), 0); err != nil {
 			t.Fatal(err)
 		}
 		if open := listDiscrepancies(t, e, "?status=open&payment_id="+pay); len(open) != 0 {
@@ -163,7 +163,7 @@ func TestResolveRefund(t *testing.T) {
 		}
 		// Still open, still found, and free to be resolved again: the
 		// next refund returns what is left.
-		if _, err := e.Discrepancies.Audit(context.Background(), 0); err != nil {
+		if _, err := e.Operations.Audit(context.Background(), 0); err != nil {
 			t.Fatal(err)
 		}
 		if open := listDiscrepancies(t, e, "?status=open&payment_id="+pay); len(open) == 0 {

@@ -137,7 +137,7 @@ func auditOnce(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writ
 		return err
 	}
 	defer a.Close()
-	sum, err := a.Discrepancies.Audit(ctx, since)
+	sum, err := a.Operations.Audit(ctx, since)
 	if err != nil {
 		return err
 	}

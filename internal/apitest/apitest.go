@@ -24,6 +24,7 @@ import (
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
@@ -104,8 +105,9 @@ type Env struct {
 	Counter  *postgres.Counter
 	Accounts *account.Service
 	Payments *payment.Service
-	// Discrepancies is the first instance's audit.
-	Discrepancies *payment.Discrepancies
+	// Operations is the first instance's operations (admin, audit,
+	// discrepancies).
+	Operations *operations.Service
 	// Reconciler is the first instance's.
 	Reconciler *reconcile.Reconciler
 	// Webhooks is the first instance's endpoint service, and WebhookWorker
@@ -165,8 +167,8 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	if e.Accounts == nil {
 		e.Accounts = a.Accounts
 	}
-	if e.Discrepancies == nil {
-		e.Discrepancies, e.Reconciler = a.Discrepancies, a.Reconciler
+	if e.Operations == nil {
+		e.Operations, e.Reconciler = a.Operations, a.Reconciler
 	}
 	if e.Webhooks == nil {
 		e.Webhooks, e.WebhookWorker = a.Webhooks, a.WebhookWorker

@@ -19,6 +19,7 @@ import (
 	"github.com/acmepay/payments/internal/console"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/provider"
@@ -101,12 +102,12 @@ const (
 // App is the wired service. Its fields are for commands and tests; they
 // must not be replaced.
 type App struct {
-	DB            *postgres.DB
-	Metrics       *metrics.Metrics
-	Payments      *payment.Service
-	Accounts      *account.Service
-	Discrepancies *payment.Discrepancies
-	Webhooks      *notify.Service
+	DB         *postgres.DB
+	Metrics    *metrics.Metrics
+	Payments   *payment.Service
+	Accounts   *account.Service
+	Operations *operations.Service
+	Webhooks   *notify.Service
 	// WebhookWorker delivers webhooks; Start runs it in a River client.
 	WebhookWorker *notify.Worker
 	Reconciler    *reconcile.Reconciler
@@ -183,17 +184,22 @@ func (a *App) build(ctx context.Context) (err error) {
 		return store.EventBacklog(ctx, cfg.Now())
 	}, store.EventFeedLag)
 	a.Metrics.Registry.MustRegister(a.DB.Collector())
-	if a.Payments, err = newPayments(cfg, store, a.Metrics); err != nil {
+	prov := newProvider(cfg)
+	if a.Payments, err = newPayments(cfg, prov, store, a.Metrics); err != nil {
 		return err
 	}
 	if a.Accounts, err = OpenAccounts(ctx, a.DB, cfg); err != nil {
 		return err
 	}
-	if a.Discrepancies, err = payment.NewDiscrepancies(payment.DiscrepancyConfig{Payments: a.Payments, Store: store,
-		Accounts: a.Accounts, Logger: log, Window: cfg.AuditWindow, Rate: cfg.AuditRate}); err != nil {
+	if a.Reconciler, err = reconcile.New(reconcile.Config{Payments: a.Payments, Store: store, Now: payment.NewClock(cfg.Now), Accounts: a.Accounts, Logger: log,
+		Metrics: a.Metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
+		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
 		return err
 	}
-	a.Metrics.CountOpenDiscrepancies(a.Discrepancies.CountOpen)
+	if a.Operations, err = newOperations(cfg, a.Payments, prov, store, a.Accounts, a.Reconciler); err != nil {
+		return err
+	}
+	a.Metrics.CountOpenDiscrepancies(a.Operations.CountOpenDiscrepancies)
 	a.Metrics.WatchWebhookDeliveries(func(ctx context.Context) (metrics.WebhookDeliveryState, error) {
 		return hooks.DeliveryState(ctx, cfg.Now())
 	})
@@ -205,11 +211,6 @@ func (a *App) build(ctx context.Context) (err error) {
 		return err
 	}
 	a.WebhookWorker.Metrics = a.Metrics
-	if a.Reconciler, err = reconcile.New(reconcile.Config{Payments: a.Payments, Store: store, Now: payment.NewClock(cfg.Now), Accounts: a.Accounts, Logger: log,
-		Metrics: a.Metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
-		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
-		return err
-	}
 	if a.Purger, err = retention.New(retention.Config{Store: postgres.NewRetentionStore(a.DB), Logger: log, Now: cfg.Now,
 		ResponseTTL: or(cfg.ResponseTTL, DefaultResponseTTL), TombstoneTTL: or(cfg.TombstoneTTL, DefaultTombstoneTTL),
 		Interval: or(cfg.PurgeInterval, DefaultPurgeInterval)}); err != nil {
@@ -218,14 +219,19 @@ func (a *App) build(ctx context.Context) (err error) {
 	return a.buildAPI()
 }
 
-// newPayments builds the money path on the provider and store, each
-// wrapped when a seam asks.
-func newPayments(cfg Config, store *postgres.PaymentStore, m *metrics.Metrics) (*payment.Service, error) {
+// newProvider builds the provider, wrapped when a seam asks.
+func newProvider(cfg Config) provider.Provider {
 	var prov provider.Provider = stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
 		MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger})
 	if cfg.WrapProvider != nil {
 		prov = cfg.WrapProvider(prov)
 	}
+	return prov
+}
+
+// newPayments builds the money path on the provider and store, the store
+// wrapped when a seam asks.
+func newPayments(cfg Config, prov provider.Provider, store *postgres.PaymentStore, m *metrics.Metrics) (*payment.Service, error) {
 	var pstore payment.Store = store
 	if cfg.WrapStore != nil {
 		pstore = cfg.WrapStore(store)
@@ -238,6 +244,15 @@ func newPayments(cfg Config, store *postgres.PaymentStore, m *metrics.Metrics) (
 	})
 }
 
+// newOperations builds the operators' service beside the money path.
+func newOperations(cfg Config, payments *payment.Service, prov provider.Provider, store *postgres.PaymentStore, accounts payment.Accounts,
+	rec *reconcile.Reconciler) (*operations.Service, error) {
+	return operations.New(operations.Config{Payments: payments, Store: store, Provider: prov, Accounts: accounts,
+		Logger: cfg.Logger, Now: payment.NewClock(cfg.Now), NewID: cfg.NewID, Reconcile: rec.All,
+		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease, AlertAfter: cfg.ReconcileAlertAfter,
+		AuditWindow: cfg.AuditWindow, AuditRate: cfg.AuditRate})
+}
+
 // buildAPI wires the HTTP API and, with an admin token, the console: one
 // count of failed admin authentications serves both doors.
 func (a *App) buildAPI() error {
@@ -245,7 +260,7 @@ func (a *App) buildAPI() error {
 	limiter := authlimit.New(authlimit.Config{TrustedProxies: cfg.TrustedProxies, Now: cfg.Now})
 	var con http.Handler
 	if cfg.AdminToken != "" {
-		c, err := console.New(console.Config{Payments: a.Payments, Accounts: a.Accounts, Discrepancies: a.Discrepancies,
+		c, err := console.New(console.Config{Payments: a.Payments, Accounts: a.Accounts, Operations: a.Operations,
 			Store: postgres.NewConsoleStore(a.DB), Logger: a.log, AdminToken: cfg.AdminToken, AuthLimiter: limiter,
 			Reconciler: a.Reconciler, Now: cfg.Now})
 		if err != nil {
@@ -255,7 +270,7 @@ func (a *App) buildAPI() error {
 	}
 	srv, err := api.New(api.Config{Payments: a.Payments, Reconciler: a.Reconciler, Accounts: a.Accounts, Ready: a.DB, Metrics: a.Metrics,
 		Logger: a.log, AdminToken: cfg.AdminToken, AuthLimiter: limiter, NoMetrics: cfg.MetricsElsewhere,
-		Console: con, Discrepancies: a.Discrepancies, Webhooks: a.Webhooks})
+		Console: con, Operations: a.Operations, Webhooks: a.Webhooks})
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func TestNewBuildsAndRuns(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 	defer a.Close()
-	if a.Payments == nil || a.Accounts == nil || a.Discrepancies == nil || a.Reconciler == nil || a.Purger == nil || a.WebhookWorker == nil {
+	if a.Payments == nil || a.Accounts == nil || a.Operations == nil || a.Reconciler == nil || a.Purger == nil || a.WebhookWorker == nil {
 		t.Fatalf("New left a part unbuilt: %+v", a)
 	}
 	for path, want := range map[string]int{"/healthz": http.StatusOK, "/readyz": http.StatusOK, "/metrics": http.StatusOK} {

@@ -10,7 +10,7 @@ import (
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
-	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/postgres"
 )
 
@@ -33,7 +33,7 @@ func (a *App) Start(ctx context.Context) error {
 	log := a.log
 	for _, run := range []func(){
 		func() { recordProviderAccounts(workers, a.Accounts, log) },
-		func() { runAudit(workers, a.Discrepancies, or(a.cfg.AuditInterval, DefaultAuditInterval), log) },
+		func() { runAudit(workers, a.Operations, or(a.cfg.AuditInterval, DefaultAuditInterval), log) },
 		func() { a.Reconciler.Run(workers) },
 		func() { a.Purger.Run(workers) },
 		func() { a.Metrics.RunDatabaseRefresh(workers, metrics.DatabaseRefreshInterval, log) },
@@ -109,7 +109,7 @@ func recordProviderAccounts(ctx context.Context, accounts *account.Service, log 
 
 // runAudit audits every interval until ctx ends. A failed pass is logged
 // and the next one tries again.
-func runAudit(ctx context.Context, audit *payment.Discrepancies, interval time.Duration, log *slog.Logger) {
+func runAudit(ctx context.Context, audit *operations.Service, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -155,7 +155,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	shot("payment-disputed.png")
 
-	v, err := e.Payments.AdminGet(context.Background(), stuck)
+	v, err := e.Operations.AdminGet(context.Background(), stuck)
 	if err != nil {
 		t.Fatal(err)
 	}

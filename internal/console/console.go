@@ -20,6 +20,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/authlimit"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/go-chi/chi/v5"
@@ -52,11 +53,12 @@ type Config struct {
 	// attempts that need attention.
 	Reconciler *reconcile.Reconciler
 	Accounts   *account.Service
-	// Discrepancies lists and resolves what the audit found.
-	Discrepancies *payment.Discrepancies
-	Store         Store
-	Logger        *slog.Logger
-	AdminToken    string
+	// Operations looks at payments of any account, replays and cancels
+	// them, and lists and resolves what the audit found.
+	Operations *operations.Service
+	Store      Store
+	Logger     *slog.Logger
+	AdminToken string
 	// AuthLimiter counts failed sign-ins per client address; the admin
 	// API must share it. Nil: one of the console's own.
 	AuthLimiter *authlimit.Limiter
@@ -76,8 +78,8 @@ type Console struct {
 // New checks every dependency; an empty AdminToken is refused, since the
 // console exists only when it is set.
 func New(c Config) (*Console, error) {
-	if c.Payments == nil || c.Reconciler == nil || c.Accounts == nil || c.Discrepancies == nil || c.Store == nil || c.Logger == nil {
-		return nil, errors.New("console: payments, accounts, discrepancies, store and logger are required")
+	if c.Payments == nil || c.Reconciler == nil || c.Accounts == nil || c.Operations == nil || c.Store == nil || c.Logger == nil {
+		return nil, errors.New("console: payments, reconciler, accounts, operations, store and logger are required")
 	}
 	if c.AdminToken == "" {
 		return nil, errors.New("console: an admin token is required")

@@ -216,7 +216,7 @@ func TestAuth(t *testing.T) {
 			res, _ := c.do(http.MethodPost, "/console/payments/"+id+"/cancel", form)
 			wantRedirect(t, res, "/console/payments/"+id)
 		}
-		v, err := e.Payments.AdminGet(context.Background(), id)
+		v, err := e.Operations.AdminGet(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

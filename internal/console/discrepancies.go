@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -108,7 +109,7 @@ func (c *Console) discrepancyList(w http.ResponseWriter, r *http.Request) {
 	if status == "all" {
 		filter = ""
 	}
-	page, err := c.cfg.Discrepancies.List(r.Context(), filter, "", q.Get("cursor"), discrepancyPageSize)
+	page, err := c.cfg.Operations.ListDiscrepancies(r.Context(), filter, "", q.Get("cursor"), discrepancyPageSize)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -128,7 +129,7 @@ func (c *Console) resolvePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) showResolve(w http.ResponseWriter, r *http.Request, status int, key string, action payment.ResolveAction, reason, msg string) {
-	dsc, err := c.cfg.Discrepancies.Get(r.Context(), chi.URLParam(r, "id"))
+	dsc, err := c.cfg.Operations.GetDiscrepancy(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -167,7 +168,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		c.showResolve(w, r, http.StatusBadRequest, "", action, reason, "This form has no valid idempotency key; reload it.")
 		return
 	}
-	resp, err := c.cfg.Discrepancies.Resolve(ctx, key, id, payment.ResolveRequest{Actor: actor, Reason: reason, Action: action})
+	resp, err := c.cfg.Operations.Resolve(ctx, key, id, operations.ResolveRequest{Actor: actor, Reason: reason, Action: action})
 	if err == nil {
 		// A stored refusal replayed for the same key.
 		err = payment.AnswerError(resp)

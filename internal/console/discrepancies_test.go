@@ -28,10 +28,10 @@ func capturedWithDashboardRefund(t *testing.T, e *apitest.Env, order string) (st
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := e.Discrepancies.Audit(ctx, 0); err != nil {
+	if _, err := e.Operations.Audit(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	page, err := e.Discrepancies.List(ctx, payment.DiscrepancyOpen, id, "", 10)
+	page, err := e.Operations.ListDiscrepancies(ctx, payment.DiscrepancyOpen, id, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func capturedWithDashboardRefund(t *testing.T, e *apitest.Env, order string) (st
 
 func resolvedAudits(t *testing.T, e *apitest.Env, paymentID string) []payment.AuditEntry {
 	t.Helper()
-	v, err := e.Payments.AdminGet(context.Background(), paymentID)
+	v, err := e.Operations.AdminGet(context.Background(), paymentID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestDiscrepancyPages(t *testing.T) {
 				t.Fatalf("resolve with %v = %d, want 400 with the form again", f, res.StatusCode)
 			}
 		}
-		got, err := e.Discrepancies.Get(context.Background(), dsc.ID)
+		got, err := e.Operations.GetDiscrepancy(context.Background(), dsc.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestDiscrepancyPages(t *testing.T) {
 		if len(audits) != 1 || audits[0].Actor != "Ana" || audits[0].Reason != "customer refunded by phone" {
 			t.Fatalf("resolutions %+v, want one by Ana with the reason", audits)
 		}
-		got, err := e.Discrepancies.Get(context.Background(), dsc.ID)
+		got, err := e.Operations.GetDiscrepancy(context.Background(), dsc.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestDiscrepancyListPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.Discrepancies.Audit(context.Background(), 0); err != nil {
+	if _, err := e.Operations.Audit(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	c := newClient(t, e)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/acmepay/payments/internal/reconcile"
@@ -45,12 +46,12 @@ type pageData struct {
 	Filter     stuckFilter
 	AllStatus  []payment.Status
 	Accounts   []account.Summary
-	Stuck      []payment.StuckPayment
+	Stuck      []operations.StuckPayment
 	NextCursor string
 	// payment
 	Payment  *payment.Payment
 	Compare  []compareRow
-	Provider *payment.ProviderState
+	Provider *operations.ProviderState
 	ProvErr  string
 	Attempts []attemptRow
 	Timeline []timelineItem
@@ -260,7 +261,7 @@ func (c *Console) stuckList(w http.ResponseWriter, r *http.Request) {
 	statuses := []payment.Status{payment.StatusUnknown, payment.StatusProcessing}
 	if vs := q["status"]; len(vs) > 0 {
 		var err error
-		if statuses, err = payment.ParseStatuses(strings.Join(vs, ",")); err != nil {
+		if statuses, err = operations.ParseStatuses(strings.Join(vs, ",")); err != nil {
 			c.fail(w, r, err)
 			return
 		}
@@ -277,12 +278,12 @@ func (c *Console) stuckList(w http.ResponseWriter, r *http.Request) {
 		}
 		olderThan = d
 	}
-	after, err := payment.ParseStuckCursor(f.After)
+	after, err := operations.ParseStuckCursor(f.After)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	ps, err := c.cfg.Payments.ListStuck(r.Context(), f.Account, statuses, olderThan, after, stuckPageSize+1)
+	ps, err := c.cfg.Operations.ListStuck(r.Context(), f.Account, statuses, olderThan, after, stuckPageSize+1)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -297,7 +298,7 @@ func (c *Console) stuckList(w http.ResponseWriter, r *http.Request) {
 		ps = ps[:stuckPageSize]
 		last := ps[len(ps)-1]
 		next := r.URL.Query()
-		next.Set("after", payment.StuckCursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.String())
+		next.Set("after", operations.StuckCursor{UpdatedAt: last.UpdatedAt, ID: last.ID}.String())
 		d.NextCursor = "/console/payments?" + next.Encode()
 	}
 	d.Stuck = ps
@@ -306,14 +307,14 @@ func (c *Console) stuckList(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) paymentPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	v, err := c.cfg.Payments.AdminGet(ctx, chi.URLParam(r, "id"))
+	v, err := c.cfg.Operations.AdminGet(ctx, chi.URLParam(r, "id"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	p := v.Payment
 	d := pageData{Title: "Payment " + p.ID, Nav: "payments", Payment: p, Notice: notices[r.URL.Query().Get("done")]}
-	st, err := c.cfg.Payments.ProviderState(ctx, c.cfg.Accounts, p.ID)
+	st, err := c.cfg.Operations.ProviderState(ctx, p.ID)
 	if err != nil {
 		c.cfg.Logger.WarnContext(ctx, "console: provider state unavailable", slog.String("payment_id", p.ID), slog.String("error", err.Error()))
 		d.ProvErr = "The provider could not be asked just now; reload to try again."
@@ -334,7 +335,7 @@ func (c *Console) paymentPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	dscs, err := c.cfg.Discrepancies.List(ctx, "", p.ID, "", 100)
+	dscs, err := c.cfg.Operations.ListDiscrepancies(ctx, "", p.ID, "", 100)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -356,7 +357,7 @@ var notices = map[string]string{
 
 // compare puts our record beside the provider's; a row differs when the two
 // cannot both be true of one payment.
-func compare(p *payment.Payment, st *payment.ProviderState) []compareRow {
+func compare(p *payment.Payment, st *operations.ProviderState) []compareRow {
 	rows := []compareRow{
 		{Field: "Status", Ours: string(p.Status)},
 		{Field: "Amount", Ours: money(p.Amount, p.Currency)},
@@ -465,7 +466,7 @@ func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "message", pageData{Title: "Not found", Message: "There is no such action."})
 		return
 	}
-	v, err := c.cfg.Payments.AdminGet(r.Context(), chi.URLParam(r, "id"))
+	v, err := c.cfg.Operations.AdminGet(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -487,7 +488,7 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	key := r.PostForm.Get("idempotency_key")
 	again := func(status int, msg string) {
-		v, err := c.cfg.Payments.AdminGet(ctx, id)
+		v, err := c.cfg.Operations.AdminGet(ctx, id)
 		if err != nil {
 			c.fail(w, r, err)
 			return
@@ -510,9 +511,9 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if action == "replay" {
-			resp, err = c.cfg.Payments.Replay(ctx, c.cfg.Accounts, c.cfg.Reconciler.All, key, id, actor, reason)
+			resp, err = c.cfg.Operations.Replay(ctx, key, id, actor, reason)
 		} else {
-			resp, err = c.cfg.Payments.AdminCancel(ctx, c.cfg.Accounts, key, id, actor, reason)
+			resp, err = c.cfg.Operations.AdminCancel(ctx, key, id, actor, reason)
 		}
 		if err == nil {
 			// A stored refusal replayed for the same key.

@@ -2,9 +2,7 @@ package payment
 
 import (
 	"encoding/base64"
-	"strconv"
 	"strings"
-	"time"
 )
 
 // cursorVersion heads every paging token; a new encoding takes a new
@@ -67,29 +65,20 @@ func (c Cursor[T]) Decode(token string) (T, error) {
 func IDCursor(kind, field string) Cursor[string] {
 	return Cursor[string]{Kind: kind, Field: field,
 		Format: func(id string) string { return id },
-		Parse:  func(s string) (string, bool) { return s, validID(s) },
+		Parse:  func(s string) (string, bool) { return s, ValidID(s) },
 	}
 }
 
-// maxCursorMicros is the last instant a time cursor may name (the end of
-// year 9999): far beyond any row, and inside what PostgreSQL can compare.
-var maxCursorMicros = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
-
-// StuckCursors is the codec of the stuck list's after (the API's and the
-// console's).
-var StuckCursors = Cursor[StuckCursor]{Kind: "stuck", Field: "after",
-	Format: func(c StuckCursor) string {
-		return strconv.FormatInt(c.UpdatedAt.UnixMicro(), 10) + "." + c.ID
-	},
-	Parse: func(s string) (StuckCursor, bool) {
-		micros, id, ok := strings.Cut(s, ".")
-		n, err := strconv.ParseInt(micros, 10, 64)
-		if !ok || err != nil || n < 0 || n > maxCursorMicros || !validID(id) {
-			return StuckCursor{}, false
+// ValidID accepts the service's own ids (prefix_ then hex).
+func ValidID(id string) bool {
+	prefix, rest, ok := strings.Cut(id, "_")
+	if !ok || prefix == "" || len(rest) != 32 {
+		return false
+	}
+	for _, r := range prefix + rest {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
 		}
-		return StuckCursor{UpdatedAt: time.UnixMicro(n).UTC(), ID: id}, true
-	},
+	}
+	return true
 }
-
-// DiscrepancyCursors is the codec of the discrepancy list's cursor.
-var DiscrepancyCursors = IDCursor("discrepancy", "cursor")

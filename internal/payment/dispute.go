@@ -75,14 +75,16 @@ func DecodeDisputes(b []byte) ([]Dispute, error) {
 	return out, nil
 }
 
-func nonNilDisputes(ds []Dispute) []Dispute {
+// NonNilDisputes is ds, or an empty list: the shape is a list either way.
+func NonNilDisputes(ds []Dispute) []Dispute {
 	if ds == nil {
 		return []Dispute{}
 	}
 	return ds
 }
 
-func fromProviderDispute(d provider.Dispute) Dispute {
+// FromProviderDispute is our record of a provider's dispute.
+func FromProviderDispute(d provider.Dispute) Dispute {
 	out := Dispute{ID: d.ID, Amount: d.Amount, Reason: d.Reason, Status: d.Status, Closed: d.Closed}
 	if !d.EvidenceDueBy.IsZero() {
 		t := d.EvidenceDueBy.UTC()
@@ -91,10 +93,10 @@ func fromProviderDispute(d provider.Dispute) Dispute {
 	return out
 }
 
-// mergeDispute puts d into ds (replacing the one with its id) and reports
+// MergeDispute puts d into ds (replacing the one with its id) and reports
 // whether anything changed. A settled dispute never reopens: an update
 // delivered after the close changes nothing.
-func mergeDispute(ds []Dispute, d Dispute) ([]Dispute, bool) {
+func MergeDispute(ds []Dispute, d Dispute) ([]Dispute, bool) {
 	i := slices.IndexFunc(ds, func(x Dispute) bool { return x.ID == d.ID })
 	if i < 0 {
 		return append(slices.Clone(ds), d), true
@@ -123,8 +125,8 @@ func timesEqual(a, b *time.Time) bool {
 // payment.disputed, or payment.dispute_closed once it is settled. It
 // changes neither the status nor the amounts.
 func (s *Service) applyDispute(ctx context.Context, tx Tx, p *Payment, n Notice, now time.Time) (bool, error) {
-	d := fromProviderDispute(*n.Dispute)
-	ds, changed := mergeDispute(p.Disputes, d)
+	d := FromProviderDispute(*n.Dispute)
+	ds, changed := MergeDispute(p.Disputes, d)
 	if !changed {
 		return false, nil
 	}

@@ -174,6 +174,9 @@ func (s *Service) insertAttempt(ctx context.Context, tx Tx, p *Payment, id strin
 	return a, tx.AttemptInsert(ctx, a)
 }
 
+// InvalidField is the invalid_request error naming one field.
+func InvalidField(field, msg string) *Error { return fieldError(field, msg) }
+
 func fieldError(field, msg string) *Error {
 	return &Error{Code: CodeInvalidRequest, Message: "the request has invalid fields", Fields: []FieldError{{Field: field, Message: msg}}}
 }

@@ -274,9 +274,9 @@ type Event struct {
 	Payload   json.RawMessage
 }
 
-// view is the public JSON shape of a payment; field order is fixed so a
+// JSONView is the public JSON shape of a payment; field order is fixed so a
 // stored response and a later read of the same state are byte-identical.
-type view struct {
+type JSONView struct {
 	ID                string  `json:"id"`
 	Object            string  `json:"object"`
 	OrderID           string  `json:"order_id"`
@@ -303,20 +303,21 @@ type view struct {
 }
 
 // MarshalJSON renders the public payment object.
-func (p *Payment) MarshalJSON() ([]byte, error) { return json.Marshal(p.view()) }
+func (p *Payment) MarshalJSON() ([]byte, error) { return json.Marshal(p.View()) }
 
-func (p *Payment) view() view {
+// View is the payment's public JSON shape, for renderings that extend it.
+func (p *Payment) View() JSONView {
 	md := p.Metadata
 	if md == nil {
 		md = map[string]string{}
 	}
-	return view{
+	return JSONView{
 		ID: p.ID, Object: "payment", OrderID: p.OrderID, Amount: p.Amount, Currency: p.Currency,
 		CaptureMethod: p.CaptureMethod, Status: p.Status, Attempt: p.Attempt, Provider: "stripe",
 		ProviderPaymentID: nullable(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, FailureCode: nullable(p.FailureCode),
 		FailureMessage: nullable(p.FailureMessage), Metadata: md,
-		NextAction: p.NextAction, ClientSecret: nullable(p.ClientSecret), Disputes: nonNilDisputes(p.Disputes),
+		NextAction: p.NextAction, ClientSecret: nullable(p.ClientSecret), Disputes: NonNilDisputes(p.Disputes),
 		CreatedAt: FormatTime(p.CreatedAt), UpdatedAt: FormatTime(p.UpdatedAt), Version: max(p.Version, 1),
 	}
 }

@@ -27,12 +27,6 @@ type Store interface {
 	PaymentLiveByOrder(ctx context.Context, accountID, orderID string) (*Payment, error)
 	// PaymentGetAny reads a payment of any account (operations).
 	PaymentGetAny(ctx context.Context, id string) (*Payment, error)
-	// PaymentListStuck pages payments of any account in the given statuses
-	// by (updated_at, id), flagging those with an attempt unresolved since
-	// before alertBefore.
-	PaymentListStuck(ctx context.Context, q StuckQuery) ([]StuckPayment, error)
-	AttemptListByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
-	AuditListByPayment(ctx context.Context, paymentID string) ([]AuditEntry, error)
 	// AttemptClaim leases one unresolved attempt if nobody holds it.
 	AttemptClaim(ctx context.Context, id string, now, leaseUntil time.Time) (*Attempt, error)
 	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)

@@ -5,16 +5,17 @@ import (
 	"errors"
 	"time"
 
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/jackc/pgx/v5"
 )
 
-var _ payment.DiscrepancyStore = (*PaymentStore)(nil)
+var _ operations.Store = (*PaymentStore)(nil)
 
 // PaymentListFinalChanged pages final payments changed since a time, by
 // (updated_at, id).
-func (s *PaymentStore) PaymentListFinalChanged(ctx context.Context, since time.Time, after payment.StuckCursor, limit int) ([]*payment.Payment, error) {
+func (s *PaymentStore) PaymentListFinalChanged(ctx context.Context, since time.Time, after operations.StuckCursor, limit int) ([]*payment.Payment, error) {
 	rows, err := s.db.q.PaymentListFinalChanged(ctx, dbsqlc.PaymentListFinalChangedParams{
 		Since: since, AfterAt: after.UpdatedAt, AfterID: after.ID, MaxRows: int32(limit)})
 	if err != nil {
@@ -48,7 +49,7 @@ func (s *PaymentStore) DiscrepancyGet(ctx context.Context, id string) (*payment.
 }
 
 // DiscrepancyList pages discrepancies by id.
-func (s *PaymentStore) DiscrepancyList(ctx context.Context, q payment.DiscrepancyQuery) ([]*payment.Discrepancy, error) {
+func (s *PaymentStore) DiscrepancyList(ctx context.Context, q operations.DiscrepancyQuery) ([]*payment.Discrepancy, error) {
 	rows, err := s.db.q.DiscrepancyList(ctx, dbsqlc.DiscrepancyListParams{
 		Status: string(q.Status), PaymentID: q.PaymentID, AfterID: q.AfterID, MaxRows: int32(q.Limit)})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/acmepay/payments/internal/reconcile"
@@ -25,7 +26,7 @@ func (s *PaymentStore) PaymentGetAny(ctx context.Context, id string) (*payment.P
 }
 
 // PaymentListStuck pages payments of any account in the given statuses.
-func (s *PaymentStore) PaymentListStuck(ctx context.Context, q payment.StuckQuery) ([]payment.StuckPayment, error) {
+func (s *PaymentStore) PaymentListStuck(ctx context.Context, q operations.StuckQuery) ([]operations.StuckPayment, error) {
 	sts := make([]string, len(q.Statuses))
 	for i, st := range q.Statuses {
 		sts[i] = string(st)
@@ -36,13 +37,13 @@ func (s *PaymentStore) PaymentListStuck(ctx context.Context, q payment.StuckQuer
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]payment.StuckPayment, 0, len(rows))
+	out := make([]operations.StuckPayment, 0, len(rows))
 	for _, r := range rows {
 		p, err := paymentFromRow(r.Payment)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, payment.StuckPayment{Payment: p, NeedsAttention: r.NeedsAttention})
+		out = append(out, operations.StuckPayment{Payment: p, NeedsAttention: r.NeedsAttention})
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/notify"
+	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/reconcile"
@@ -485,7 +486,7 @@ func conformPaymentLists(t *testing.T) {
 		c.tx(t, func(tx payment.Tx) error {
 			return tx.AttemptInsert(c.ctx, newAttempt(p3, "att_3", payment.OpAuthorize, 1, at(5)))
 		})
-		q := payment.StuckQuery{Statuses: []payment.Status{payment.StatusUnknown}, UpdatedBefore: at(60), AlertBefore: at(30), Limit: 10}
+		q := operations.StuckQuery{Statuses: []payment.Status{payment.StatusUnknown}, UpdatedBefore: at(60), AlertBefore: at(30), Limit: 10}
 		got, err := c.store.PaymentListStuck(c.ctx, q)
 		if err != nil {
 			t.Fatal(err)
@@ -493,10 +494,10 @@ func conformPaymentLists(t *testing.T) {
 		same(t, "stuck", len(got), 2)
 		same(t, "first", []any{utcPayment(got[0].Payment), got[0].NeedsAttention}, []any{stored(p2), false})
 		same(t, "second", []any{utcPayment(got[1].Payment), got[1].NeedsAttention}, []any{stored(p3), true})
-		q.After = payment.StuckCursor{UpdatedAt: at(0), ID: "pay_2"}
+		q.After = operations.StuckCursor{UpdatedAt: at(0), ID: "pay_2"}
 		got, _ = c.store.PaymentListStuck(c.ctx, q)
 		same(t, "after the first", len(got), 1)
-		q.After, q.UpdatedBefore = payment.StuckCursor{}, at(1)
+		q.After, q.UpdatedBefore = operations.StuckCursor{}, at(1)
 		got, _ = c.store.PaymentListStuck(c.ctx, q)
 		same(t, "updated before", len(got), 1)
 	})

@@ -1,9 +1,11 @@
-package payment
+package operations
 
 import (
 	"encoding/base64"
 	"testing"
 	"time"
+
+	"github.com/acmepay/payments/internal/payment"
 )
 
 func TestCursorCodec(t *testing.T) {
@@ -24,11 +26,11 @@ func TestCursorCodec(t *testing.T) {
 		b("1.discrepancy.1." + id), b("-9223372036854775808." + id), StuckCursors.Encode(c) + "=",
 		base64.URLEncoding.EncodeToString([]byte("1.stuck.1." + id)),
 	} {
-		if _, err := StuckCursors.Decode(token); ErrorCode(err) != CodeInvalidRequest {
+		if _, err := StuckCursors.Decode(token); payment.ErrorCode(err) != payment.CodeInvalidRequest {
 			t.Errorf("Decode(%q) = %v, want invalid_request", token, err)
 		}
 	}
-	if _, err := DiscrepancyCursors.Decode(StuckCursors.Encode(c)); ErrorCode(err) != CodeInvalidRequest {
+	if _, err := DiscrepancyCursors.Decode(StuckCursors.Encode(c)); payment.ErrorCode(err) != payment.CodeInvalidRequest {
 		t.Errorf("a stuck-list token was taken as a discrepancy cursor")
 	}
 }
