@@ -240,7 +240,6 @@ func newPayments(cfg Config, prov provider.Provider, store *postgres.PaymentStor
 		Store: pstore, Provider: prov, Logger: cfg.Logger, Metrics: m, Now: cfg.Now, NewID: cfg.NewID,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
 		KeyRetention: cfg.ProviderKeyRetention, SearchGrace: cfg.ProviderSearchGrace,
-		AlertAfter: cfg.ReconcileAlertAfter,
 	})
 }
 

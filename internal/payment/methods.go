@@ -3,10 +3,11 @@ package payment
 import (
 	"fmt"
 
-	"github.com/acmepay/payments/internal/provider"
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/acmepay/payments/internal/provider"
 )
 
 // Payment methods the service asks the provider to create itself; every

@@ -50,9 +50,6 @@ type Config struct {
 	// SettleTimeout bounds one try of the transaction that records a
 	// provider's answer. Default 10 s.
 	SettleTimeout time.Duration
-	// AlertAfter is RECONCILE_ALERT_AFTER: an attempt unresolved for longer
-	// needs a person.
-	AlertAfter time.Duration
 	// WaitPoll is the first interval at which a payment that waits for the
 	// customer is polled (default 1 min); it doubles up to WaitMaxBackoff
 	// (default 1 h), and a poll always falls just after its expiry.
@@ -74,7 +71,6 @@ type Service struct {
 	searchGrace     time.Duration
 	resendMargin    time.Duration
 	settleTimeout   time.Duration
-	alertAfter      time.Duration
 	waitPoll        time.Duration
 	waitMaxBackoff  time.Duration
 }
@@ -92,7 +88,6 @@ func NewService(c Config) (*Service, error) {
 		keyRetention:    orDefault(c.KeyRetention, 24*time.Hour),
 		searchGrace:     orDefault(c.SearchGrace, 5*time.Minute),
 		settleTimeout:   orDefault(c.SettleTimeout, 10*time.Second),
-		alertAfter:      orDefault(c.AlertAfter, time.Hour),
 		waitPoll:        orDefault(c.WaitPoll, defaultWaitPoll),
 		waitMaxBackoff:  orDefault(c.WaitMaxBackoff, defaultWaitMaxBackoff),
 	}

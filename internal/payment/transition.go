@@ -356,3 +356,115 @@ func decideRelease(p Payment, a Attempt, out Outcome, f facts) Transition {
 func needsRelease(p *Payment, op Operation, in *provider.Intent) bool {
 	return op == OpAuthorize && (p.Status == StatusDeclined || p.Status == StatusFailed) && p.ProviderPaymentID != "" && payable(in)
 }
+
+// attemptStatus classifies an outcome for an attempt of one operation.
+func attemptStatus(op Operation, out Outcome) AttemptStatus {
+	switch out.Outcome {
+	case provider.Declined:
+		if op == OpAuthorize {
+			return AttemptDeclined
+		}
+		return AttemptFailed
+	case provider.Failed:
+		return AttemptFailed
+	case provider.Succeeded:
+		switch op {
+		case OpAuthorize:
+			switch AuthorizationStatus(out) {
+			case StatusAuthorized, StatusCaptured, StatusCanceled:
+				return AttemptSucceeded
+			case StatusDeclined:
+				return AttemptDeclined
+			case StatusRequiresAction, StatusPending:
+				return AttemptWaiting
+			}
+		case OpCapture:
+			if out.Intent != nil && out.Intent.State == provider.IntentCaptured {
+				return AttemptSucceeded
+			}
+		case OpCancel:
+			if out.Intent != nil && out.Intent.State == provider.IntentCanceled {
+				return AttemptSucceeded
+			}
+		case OpRefund:
+			if out.Refund != nil && (out.Refund.State == provider.RefundSucceeded || out.Refund.State == provider.RefundPending) {
+				return AttemptSucceeded
+			}
+			if out.Refund != nil && out.Refund.State == provider.RefundFailed {
+				return AttemptFailed
+			}
+		}
+	}
+	return AttemptUnknown
+}
+
+// AuthorizationStatus maps an authorization outcome to the payment's
+// status. When in doubt: unknown.
+func AuthorizationStatus(out Outcome) Status {
+	switch out.Outcome {
+	case provider.Declined:
+		return StatusDeclined
+	case provider.Failed:
+		return StatusFailed
+	case provider.Succeeded:
+		if out.Intent == nil {
+			return StatusUnknown
+		}
+		switch out.Intent.State {
+		case provider.IntentAuthorized:
+			return StatusAuthorized
+		case provider.IntentCaptured:
+			return StatusCaptured
+		case provider.IntentCanceled:
+			return StatusCanceled
+		case provider.IntentNeedsPaymentMethod:
+			return StatusDeclined
+		case provider.IntentRequiresAction:
+			return StatusRequiresAction
+		case provider.IntentProcessing:
+			return StatusPending
+		}
+	}
+	return StatusUnknown
+}
+
+// adoptIntent moves a payment to the state its intent proves when a
+// capture or cancel was refused because the payment had moved on at the
+// provider (canceled in the dashboard, or captured by someone else).
+func adoptIntent(p *Payment, in *provider.Intent) {
+	if in == nil {
+		return
+	}
+	switch in.State {
+	case provider.IntentCanceled:
+		p.Status = StatusCanceled
+	case provider.IntentCaptured:
+		p.Status, p.AmountCaptured = StatusCaptured, CapturedAmount(p.Amount, in)
+	}
+}
+
+// RefundedTotal is what the payment shows as refunded: the larger of the
+// sum of its own refunds the provider made and the total the provider last
+// reported (which also counts refunds made elsewhere, as in its dashboard),
+// never more than was captured. Call it under the payment's lock whenever a
+// refund resolves or a refund event arrives.
+func RefundedTotal(ctx context.Context, tx Tx, p *Payment) (int64, error) {
+	own, err := tx.RefundSumSucceeded(ctx, p.ID)
+	if err != nil {
+		return 0, err
+	}
+	return refundedAmount(own, p), nil
+}
+
+// refundedAmount is refundedTotal given the sum of the payment's own
+// succeeded refunds.
+func refundedAmount(own int64, p *Payment) int64 {
+	return min(max(own, p.ProviderAmountRefunded), p.AmountCaptured)
+}
+
+func CapturedAmount(amount int64, in *provider.Intent) int64 {
+	if in != nil && in.AmountReceived > 0 {
+		return in.AmountReceived
+	}
+	return amount
+}
