@@ -47,34 +47,6 @@ func decodeAmount(body []byte, required bool) (int64, error) {
 	return n, nil
 }
 
-// mutation reads the key and the body of a payment operation, then runs it.
-func (s *Server) mutation(w http.ResponseWriter, r *http.Request, optionalBody bool,
-	run func(key string, body []byte) (idempotency.Answer, error)) {
-	read := readJSON
-	if optionalBody {
-		read = readOptionalJSON
-	}
-	body, err := read(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	key, err := idempotencyKey(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	resp, err := run(key, body)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	// A crash here leaves a committed outcome and an unanswered client: the
-	// retry must get the stored response.
-	failpoint("before-response")
-	s.writeStored(w, r, resp)
-}
-
 func (s *Server) capturePayment(w http.ResponseWriter, r *http.Request) {
 	s.mutation(w, r, true, func(key string, body []byte) (idempotency.Answer, error) {
 		amount, err := decodeAmount(body, false)

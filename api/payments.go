@@ -58,6 +58,34 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return key, nil
 }
 
+// mutation reads the key and the body of a payment operation, then runs it.
+func (s *Server) mutation(w http.ResponseWriter, r *http.Request, optionalBody bool,
+	run func(key string, body []byte) (idempotency.Answer, error)) {
+	read := readJSON
+	if optionalBody {
+		read = readOptionalJSON
+	}
+	body, err := read(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp, err := run(key, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// A crash here leaves a committed outcome and an unanswered client: the
+	// retry must get the stored response.
+	failpoint("before-response")
+	s.writeStored(w, r, resp)
+}
+
 // writeStored writes an idempotent result: a replay is the stored answer,
 // byte for byte, with the status of its kind. A stored refusal is rendered
 // as problem+json like any other error.
