@@ -131,7 +131,7 @@ func (r *refunding) Start(ctx context.Context, tx Tx, at Reserved) (Started, err
 		return Started{}, Errorf(CodeInvalidState, "the payment is %s; only a captured payment can be refunded", p.Status)
 	}
 	// Under the payment's lock: refunds in flight hold their amount.
-	pending, err := tx.RefundPending(ctx, p.ID)
+	pending, err := tx.RefundSumPending(ctx, p.ID)
 	if err != nil {
 		return Started{}, err
 	}

@@ -98,7 +98,7 @@ type Tx interface {
 
 	RefundInsert(ctx context.Context, r *Refund) error
 	RefundByAttempt(ctx context.Context, attemptID string) (*Refund, error)
-	RefundPending(ctx context.Context, paymentID string) (int64, error)
+	RefundSumPending(ctx context.Context, paymentID string) (int64, error)
 	// RefundSumSucceeded sums the payment's refunds the provider made.
 	RefundSumSucceeded(ctx context.Context, paymentID string) (int64, error)
 	RefundUpdate(ctx context.Context, r *Refund) error

@@ -161,7 +161,7 @@ func (t *paymentTx) RefundByAttempt(ctx context.Context, attemptID string) (*pay
 	return refundByAttempt(ctx, t.q, attemptID)
 }
 
-func (t *paymentTx) RefundPending(ctx context.Context, paymentID string) (int64, error) {
+func (t *paymentTx) RefundSumPending(ctx context.Context, paymentID string) (int64, error) {
 	n, err := t.q.RefundSumPending(ctx, paymentID)
 	return n, translate(err)
 }

@@ -806,12 +806,12 @@ func conformRefunds(t *testing.T) {
 		c, rs := setupRefunds(t)
 		rs[0].Status, rs[0].UpdatedAt = payment.RefundSucceeded, at(9)
 		c.tx(t, func(tx payment.Tx) error {
-			pending, err := tx.RefundPending(c.ctx, "pay_1")
+			pending, err := tx.RefundSumPending(c.ctx, "pay_1")
 			same(t, "pending before", []any{pending, err}, []any{int64(1000), nil})
 			if err := tx.RefundUpdate(c.ctx, rs[0]); err != nil {
 				return err
 			}
-			pending, err = tx.RefundPending(c.ctx, "pay_1")
+			pending, err = tx.RefundSumPending(c.ctx, "pay_1")
 			same(t, "pending after", []any{pending, err}, []any{int64(700), nil})
 			return nil
 		})
