@@ -216,12 +216,7 @@ func captureCancelTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		in := s.authorized("manual")
 		before := s.effects()
 		res := s.Provider.Capture(s.ctx, s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: in.ID})
-		s.wantAnswer(res, provider.AnswerObject)
-		wantJudged(t, res.Answer, firstSend, provider.Succeeded)
-		got := s.wantIntent(res)
-		if got.ID != in.ID {
-			t.Fatalf("captured intent %s, want %s", got.ID, in.ID)
-		}
+		got := s.wantActedOn(res, in, "captured")
 		s.stateful("TakesAuthorizedFunds", "its fixture intent has status requires_payment_method after a capture", func(s *suite) {
 			if got.State != provider.IntentCaptured || got.AmountReceived != amount || got.AmountCapturable != 0 {
 				s.t.Fatalf("captured intent = %+v, want captured with %d received", *got, amount)
@@ -250,12 +245,7 @@ func captureCancelTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		in := s.authorized("manual")
 		before := s.effects()
 		res := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID})
-		s.wantAnswer(res, provider.AnswerObject)
-		wantJudged(t, res.Answer, firstSend, provider.Succeeded)
-		got := s.wantIntent(res)
-		if got.ID != in.ID {
-			t.Fatalf("canceled intent %s, want %s", got.ID, in.ID)
-		}
+		got := s.wantActedOn(res, in, "canceled")
 		s.stateful("ReleasesFunds", "its fixture intent has status requires_payment_method after a cancel", func(s *suite) {
 			if got.State != provider.IntentCanceled || got.AmountCapturable != 0 || got.AmountReceived != 0 {
 				s.t.Fatalf("canceled intent = %+v, want canceled holding nothing", *got)
@@ -660,6 +650,19 @@ func (s *suite) wantRefundAnswer(res provider.RefundResult, want provider.Answer
 	if res.Answer != want {
 		s.t.Fatalf("refund answer = %q (code %q, message %q, err %v), want %q", res.Answer, res.FailureCode, res.FailureMessage, res.Err, want)
 	}
+}
+
+// wantActedOn checks the answer to a first send that acted on in: the
+// object, judged succeeded, and the same intent.
+func (s *suite) wantActedOn(res provider.Result, in *provider.Intent, verb string) *provider.Intent {
+	s.t.Helper()
+	s.wantAnswer(res, provider.AnswerObject)
+	wantJudged(s.t, res.Answer, firstSend, provider.Succeeded)
+	got := s.wantIntent(res)
+	if got.ID != in.ID {
+		s.t.Fatalf("%s intent %s, want %s", verb, got.ID, in.ID)
+	}
+	return got
 }
 
 func (s *suite) wantIntent(res provider.Result) *provider.Intent {

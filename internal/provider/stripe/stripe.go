@@ -231,26 +231,39 @@ func (p *Provider) Refund(ctx context.Context, c provider.Credentials, r provide
 
 // ListRefunds lists every refund of a PaymentIntent, newest first.
 func (p *Provider) ListRefunds(ctx context.Context, c provider.Credentials, intentID string) ([]provider.Refund, error) {
-	if c.SecretKey == "" {
-		return nil, errors.New("stripe: no secret key")
-	}
-	if intentID == "" {
-		return nil, provider.ErrNotFound
+	if err := listable(c, intentID); err != nil {
+		return nil, err
 	}
 	params := &stripego.RefundListParams{PaymentIntent: stripego.String(intentID)}
 	params.Limit = stripego.Int64(100)
 	params.Context = ctx
 	it := p.client(c.SecretKey).Refunds.List(params)
-	var out []provider.Refund
+	return readList(it.Iter, "refunds", func() provider.Refund { return *toRefund(it.Refund()) })
+}
+
+// listable refuses to list an intent's objects without a key or an intent.
+func listable(c provider.Credentials, intentID string) error {
+	if c.SecretKey == "" {
+		return errors.New("stripe: no secret key")
+	}
+	if intentID == "" {
+		return provider.ErrNotFound
+	}
+	return nil
+}
+
+// readList reads a list to its end; a missing intent is ErrNotFound.
+func readList[T any](it *stripego.Iter, what string, item func() T) ([]T, error) {
+	var out []T
 	for it.Next() {
-		out = append(out, *toRefund(it.Refund()))
+		out = append(out, item())
 	}
 	if err := it.Err(); err != nil {
 		var se *stripego.Error
 		if errors.As(err, &se) && se.HTTPStatusCode == http.StatusNotFound && se.Code == stripego.ErrorCodeResourceMissing {
 			return nil, provider.ErrNotFound
 		}
-		return nil, fmt.Errorf("stripe: list refunds: %w", loggable(err))
+		return nil, fmt.Errorf("stripe: list %s: %w", what, loggable(err))
 	}
 	return out, nil
 }
@@ -519,28 +532,14 @@ func countSends(ctx context.Context) (context.Context, *sendCount) {
 
 // ListDisputes lists every dispute of a PaymentIntent's charges.
 func (p *Provider) ListDisputes(ctx context.Context, c provider.Credentials, intentID string) ([]provider.Dispute, error) {
-	if c.SecretKey == "" {
-		return nil, errors.New("stripe: no secret key")
-	}
-	if intentID == "" {
-		return nil, provider.ErrNotFound
+	if err := listable(c, intentID); err != nil {
+		return nil, err
 	}
 	params := &stripego.DisputeListParams{PaymentIntent: stripego.String(intentID)}
 	params.Limit = stripego.Int64(100)
 	params.Context = ctx
 	it := p.client(c.SecretKey).Disputes.List(params)
-	var out []provider.Dispute
-	for it.Next() {
-		out = append(out, toDispute(it.Dispute()))
-	}
-	if err := it.Err(); err != nil {
-		var se *stripego.Error
-		if errors.As(err, &se) && se.HTTPStatusCode == http.StatusNotFound && se.Code == stripego.ErrorCodeResourceMissing {
-			return nil, provider.ErrNotFound
-		}
-		return nil, fmt.Errorf("stripe: list disputes: %w", loggable(err))
-	}
-	return out, nil
+	return readList(it.Iter, "disputes", func() provider.Dispute { return toDispute(it.Dispute()) })
 }
 
 // closedDisputes are the statuses of a settled dispute.
