@@ -60,8 +60,8 @@ type Row struct {
 // Store persists accounts.
 type Store interface {
 	AccountInsert(ctx context.Context, r Row) error
-	AccountByAPIKeyHash(ctx context.Context, hash []byte) (Row, error)
-	AccountByID(ctx context.Context, id string) (Row, error)
+	AccountGetByAPIKeyHash(ctx context.Context, hash []byte) (Row, error)
+	AccountGetByID(ctx context.Context, id string) (Row, error)
 	AccountList(ctx context.Context) ([]Row, error)
 	// AccountRotateAPIKey makes newHash the current key and the current
 	// one the previous key, accepted until previousExpiresAt.
@@ -153,7 +153,7 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	if s.previous != nil {
 		// Accounts not yet re-encrypted carry the fingerprint under the
 		// previous key, which the unique constraint cannot compare.
-		taken, err := s.store.AccountSecretHMACExists(ctx, s.previous.fingerprint(stripeSecret))
+		taken, err := s.store.AccountExistsBySecretHMAC(ctx, s.previous.fingerprint(stripeSecret))
 		if err != nil {
 			return Account{}, "", err
 		}
@@ -219,7 +219,7 @@ func (s *Service) Authenticate(ctx context.Context, apiKey string) (Account, err
 	if c, ok := s.keys.Load(string(hash)); ok && now.Before(c.(cachedAccount).until) {
 		return c.(cachedAccount).account, nil
 	}
-	row, err := s.store.AccountByAPIKeyHash(ctx, hash)
+	row, err := s.store.AccountGetByAPIKeyHash(ctx, hash)
 	if err != nil {
 		return Account{}, err
 	}
@@ -298,7 +298,7 @@ func (s *Service) List(ctx context.Context) ([]Summary, error) {
 
 // Get returns an account by id.
 func (s *Service) Get(ctx context.Context, id string) (Account, error) {
-	row, err := s.store.AccountByID(ctx, id)
+	row, err := s.store.AccountGetByID(ctx, id)
 	if err != nil {
 		return Account{}, err
 	}

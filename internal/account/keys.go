@@ -17,14 +17,14 @@ import (
 
 // keyStore is what key checks and rotation need from the store.
 type keyStore interface {
-	AccountFirst(ctx context.Context) (Row, error)
-	AccountIDsAfter(ctx context.Context, after string, n int) ([]string, error)
-	AccountSecretHMACExists(ctx context.Context, hmac []byte) (bool, error)
+	AccountGetFirst(ctx context.Context) (Row, error)
+	AccountListIDsAfter(ctx context.Context, after string, n int) ([]string, error)
+	AccountExistsBySecretHMAC(ctx context.Context, hmac []byte) (bool, error)
 	// AccountReseal locks the row, passes it to reseal and stores the
 	// result when reseal reports a change.
 	AccountReseal(ctx context.Context, id string, reseal func(Row) (Row, bool, error)) (bool, error)
-	CanaryGet(ctx context.Context) ([]byte, error)
-	CanaryInsert(ctx context.Context, sealed []byte, at time.Time) error
+	EncryptionCanaryGet(ctx context.Context) ([]byte, error)
+	EncryptionCanaryInsert(ctx context.Context, sealed []byte, at time.Time) error
 	CanaryReseal(ctx context.Context, at time.Time, reseal func([]byte) ([]byte, bool, error)) (bool, error)
 }
 
@@ -128,16 +128,16 @@ var ErrWrongKey = errors.New("ENCRYPTION_KEY does not decrypt the stored provide
 // It reports whether the previous key was needed (a rotation is not
 // finished).
 func (s *Service) CheckKey(ctx context.Context) (rotating bool, err error) {
-	sealed, err := s.store.CanaryGet(ctx)
+	sealed, err := s.store.EncryptionCanaryGet(ctx)
 	if errors.Is(err, payment.ErrNotFound) {
 		if err := s.checkFirstAccount(ctx); err != nil {
 			return false, err
 		}
-		if err := s.store.CanaryInsert(ctx, s.current.seal(canaryText), s.now().UTC()); err != nil {
+		if err := s.store.EncryptionCanaryInsert(ctx, s.current.seal(canaryText), s.now().UTC()); err != nil {
 			return false, err
 		}
 		// Read back: a concurrent first start may have stored its own.
-		sealed, err = s.store.CanaryGet(ctx)
+		sealed, err = s.store.EncryptionCanaryGet(ctx)
 	}
 	if err != nil {
 		return false, fmt.Errorf("encryption canary: %w", err)
@@ -150,7 +150,7 @@ func (s *Service) CheckKey(ctx context.Context) (rotating bool, err error) {
 }
 
 func (s *Service) checkFirstAccount(ctx context.Context) error {
-	r, err := s.store.AccountFirst(ctx)
+	r, err := s.store.AccountGetFirst(ctx)
 	if errors.Is(err, payment.ErrNotFound) {
 		return nil
 	}
@@ -181,7 +181,7 @@ func (s *Service) Reencrypt(ctx context.Context, log *slog.Logger) (ReencryptSum
 		return sum, err
 	}
 	for after := ""; ; {
-		ids, err := s.store.AccountIDsAfter(ctx, after, 100)
+		ids, err := s.store.AccountListIDsAfter(ctx, after, 100)
 		if err != nil {
 			return sum, err
 		}

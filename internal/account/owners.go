@@ -34,7 +34,7 @@ func (s *Service) RecordProviderAccounts(ctx context.Context, log *slog.Logger) 
 		return sum, nil
 	}
 	for after := ""; ; {
-		ids, err := s.store.AccountIDsAfter(ctx, after, 100)
+		ids, err := s.store.AccountListIDsAfter(ctx, after, 100)
 		if err != nil || len(ids) == 0 {
 			return sum, err
 		}
@@ -50,7 +50,7 @@ func (s *Service) RecordProviderAccounts(ctx context.Context, log *slog.Logger) 
 // recordProviderAccount asks and records the provider account of one
 // account that has none.
 func (s *Service) recordProviderAccount(ctx context.Context, log *slog.Logger, id string, sum *OwnersSummary) error {
-	row, err := s.store.AccountByID(ctx, id)
+	row, err := s.store.AccountGetByID(ctx, id)
 	if err != nil || row.StripeAccountID != "" {
 		return err
 	}

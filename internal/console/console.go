@@ -40,10 +40,10 @@ type Store interface {
 	WebhookDeliveryListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Delivery, error)
 	DiscrepancyCountOpenByKind(ctx context.Context) (map[string]int64, error)
 	// Sessions and used sign-in forms, by the SHA-256 of their ids.
-	SessionCreate(ctx context.Context, idHash []byte, actor string, now, expires time.Time) error
-	SessionGet(ctx context.Context, idHash []byte, now time.Time) (string, error)
-	SessionDelete(ctx context.Context, idHash []byte) error
-	SignInFormUse(ctx context.Context, nonceHash []byte, now, expires time.Time) (bool, error)
+	ConsoleSessionCreate(ctx context.Context, idHash []byte, actor string, now, expires time.Time) error
+	ConsoleSessionGet(ctx context.Context, idHash []byte, now time.Time) (string, error)
+	ConsoleSessionDelete(ctx context.Context, idHash []byte) error
+	ConsoleSignInFormUse(ctx context.Context, nonceHash []byte, now, expires time.Time) (bool, error)
 }
 
 // Config wires a Console.
@@ -215,7 +215,7 @@ func (c *Console) session(r *http.Request) (session, error) {
 	if err != nil || ck.Value == "" {
 		return session{}, nil
 	}
-	actor, err := c.cfg.Store.SessionGet(r.Context(), idHash(ck.Value), c.cfg.Now())
+	actor, err := c.cfg.Store.ConsoleSessionGet(r.Context(), idHash(ck.Value), c.cfg.Now())
 	if payment.ErrorCode(err) == payment.CodeNotFound {
 		return session{}, nil
 	}
@@ -323,7 +323,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, now := randomToken(), c.cfg.Now()
-	if err := c.cfg.Store.SessionCreate(r.Context(), idHash(id), actor, now, now.Add(c.cfg.SessionTTL)); err != nil {
+	if err := c.cfg.Store.ConsoleSessionCreate(r.Context(), idHash(id), actor, now, now.Add(c.cfg.SessionTTL)); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -344,12 +344,12 @@ func (c *Console) useSignInForm(r *http.Request) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	return c.cfg.Store.SignInFormUse(r.Context(), idHash(ck.Value), c.cfg.Now(), issued.Add(signInFormTTL))
+	return c.cfg.Store.ConsoleSignInFormUse(r.Context(), idHash(ck.Value), c.cfg.Now(), issued.Add(signInFormTTL))
 }
 
 // signOut ends the session on the server: the cookie opens nothing after.
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
-	if err := c.cfg.Store.SessionDelete(r.Context(), idHash(sessionOf(r).Nonce)); err != nil {
+	if err := c.cfg.Store.ConsoleSessionDelete(r.Context(), idHash(sessionOf(r).Nonce)); err != nil {
 		c.fail(w, r, err)
 		return
 	}

@@ -140,22 +140,22 @@ type Store interface {
 	// account that already has limit endpoints gets ErrTooManyEndpoints;
 	// concurrent creations are counted one after the other.
 	EndpointInsert(ctx context.Context, e *Endpoint, limit int) (*Endpoint, bool, error)
-	EndpointGet(ctx context.Context, accountID, id string) (*Endpoint, error)
-	// EndpointGetAny reads an endpoint of any account, deleted ones too.
-	EndpointGetAny(ctx context.Context, id string) (*Endpoint, error)
-	EndpointList(ctx context.Context, accountID, after string, limit int) ([]*Endpoint, error)
-	EndpointUpdate(ctx context.Context, e *Endpoint, now time.Time) (*Endpoint, error)
-	EndpointDelete(ctx context.Context, accountID, id string, now time.Time) error
-	EndpointRotate(ctx context.Context, accountID, id string, secretEnc, keyHash []byte, previousExpiresAt, now time.Time) (*Endpoint, error)
-	AttemptsByEndpoint(ctx context.Context, accountID, endpointID string, after int64, limit int) ([]Attempt, error)
-	AttemptsByEvent(ctx context.Context, accountID, eventID string, after int64, limit int) ([]Attempt, error)
+	WebhookEndpointGet(ctx context.Context, accountID, id string) (*Endpoint, error)
+	// WebhookEndpointGetAny reads an endpoint of any account, deleted ones too.
+	WebhookEndpointGetAny(ctx context.Context, id string) (*Endpoint, error)
+	WebhookEndpointList(ctx context.Context, accountID, after string, limit int) ([]*Endpoint, error)
+	WebhookEndpointUpdate(ctx context.Context, e *Endpoint, now time.Time) (*Endpoint, error)
+	WebhookEndpointDelete(ctx context.Context, accountID, id string, now time.Time) error
+	WebhookEndpointRotate(ctx context.Context, accountID, id string, secretEnc, keyHash []byte, previousExpiresAt, now time.Time) (*Endpoint, error)
+	WebhookAttemptsByEndpoint(ctx context.Context, accountID, endpointID string, after int64, limit int) ([]Attempt, error)
+	WebhookAttemptsByEvent(ctx context.Context, accountID, eventID string, after int64, limit int) ([]Attempt, error)
 	// Redeliver enqueues the event again to every enabled endpoint that
 	// takes it, except where a delivery of it is still waiting or running;
 	// ErrNotFound for an unknown event.
 	Redeliver(ctx context.Context, accountID, eventID string) error
 
 	// Admin reads and actions, across accounts.
-	EndpointListAll(ctx context.Context, after string, limit int) ([]*Endpoint, error)
+	WebhookEndpointListAll(ctx context.Context, after string, limit int) ([]*Endpoint, error)
 	// EventAccount is the account of an event; ErrNotFound for none.
 	EventAccount(ctx context.Context, eventID string) (string, error)
 	// RedeliverAudited is Redeliver for any account's event, with its audit
@@ -300,12 +300,12 @@ func (s *Service) Create(ctx context.Context, accountID, key string, r EndpointR
 
 // Get reads one of the account's endpoints.
 func (s *Service) Get(ctx context.Context, accountID, id string) (*Endpoint, error) {
-	return s.store.EndpointGet(ctx, accountID, id)
+	return s.store.WebhookEndpointGet(ctx, accountID, id)
 }
 
 // List pages the account's endpoints by id.
 func (s *Service) List(ctx context.Context, accountID, after string, limit int) ([]*Endpoint, error) {
-	return s.store.EndpointList(ctx, accountID, after, limit)
+	return s.store.WebhookEndpointList(ctx, accountID, after, limit)
 }
 
 // Update changes url, enabled_events, description or enabled.
@@ -313,7 +313,7 @@ func (s *Service) Update(ctx context.Context, accountID, id string, r EndpointRe
 	if err := s.check(ctx, r, false); err != nil {
 		return nil, err
 	}
-	e, err := s.store.EndpointGet(ctx, accountID, id)
+	e, err := s.store.WebhookEndpointGet(ctx, accountID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -334,26 +334,26 @@ func (s *Service) Update(ctx context.Context, accountID, id string, r EndpointRe
 			e.Status = StatusEnabled
 		}
 	}
-	return s.store.EndpointUpdate(ctx, e, s.now().UTC())
+	return s.store.WebhookEndpointUpdate(ctx, e, s.now().UTC())
 }
 
 // Delete removes an endpoint: nothing more is delivered to it.
 func (s *Service) Delete(ctx context.Context, accountID, id string) error {
-	return s.store.EndpointDelete(ctx, accountID, id, s.now().UTC())
+	return s.store.WebhookEndpointDelete(ctx, accountID, id, s.now().UTC())
 }
 
 // RotateSecret makes a new signing secret; the old one keeps signing
 // beside it for RotationOverlap. A retry with the key of the last rotation
 // shows the same secret again instead of rotating twice.
 func (s *Service) RotateSecret(ctx context.Context, accountID, id, key string) (*Endpoint, error) {
-	e, err := s.store.EndpointGet(ctx, accountID, id)
+	e, err := s.store.WebhookEndpointGet(ctx, accountID, id)
 	if err != nil {
 		return nil, err
 	}
 	h := idempotency.HashKey(key)
 	if string(e.RotateKeyHash) != string(h) {
 		now := s.now().UTC()
-		if e, err = s.store.EndpointRotate(ctx, accountID, id, s.seal.Seal(newSecret()), h, now.Add(RotationOverlap), now); err != nil {
+		if e, err = s.store.WebhookEndpointRotate(ctx, accountID, id, s.seal.Seal(newSecret()), h, now.Add(RotationOverlap), now); err != nil {
 			return nil, err
 		}
 	}
@@ -365,15 +365,15 @@ func (s *Service) RotateSecret(ctx context.Context, accountID, id, key string) (
 
 // Deliveries lists the attempts to one endpoint.
 func (s *Service) Deliveries(ctx context.Context, accountID, endpointID string, after int64, limit int) ([]Attempt, error) {
-	if _, err := s.store.EndpointGet(ctx, accountID, endpointID); err != nil {
+	if _, err := s.store.WebhookEndpointGet(ctx, accountID, endpointID); err != nil {
 		return nil, err
 	}
-	return s.store.AttemptsByEndpoint(ctx, accountID, endpointID, after, limit)
+	return s.store.WebhookAttemptsByEndpoint(ctx, accountID, endpointID, after, limit)
 }
 
 // EventDeliveries lists the attempts of one event.
 func (s *Service) EventDeliveries(ctx context.Context, accountID, eventID string, after int64, limit int) ([]Attempt, error) {
-	return s.store.AttemptsByEvent(ctx, accountID, eventID, after, limit)
+	return s.store.WebhookAttemptsByEvent(ctx, accountID, eventID, after, limit)
 }
 
 // Redeliver sends an event again to every enabled endpoint that takes it.
@@ -387,19 +387,19 @@ func (s *Service) Redeliver(ctx context.Context, accountID, eventID string) erro
 // AdminList pages every account's endpoints by id, or one account's.
 func (s *Service) AdminList(ctx context.Context, accountID, after string, limit int) ([]*Endpoint, error) {
 	if accountID != "" {
-		return s.store.EndpointList(ctx, accountID, after, limit)
+		return s.store.WebhookEndpointList(ctx, accountID, after, limit)
 	}
-	return s.store.EndpointListAll(ctx, after, limit)
+	return s.store.WebhookEndpointListAll(ctx, after, limit)
 }
 
 // AdminDeliveries lists the attempts to any account's endpoint, deleted
 // ones included.
 func (s *Service) AdminDeliveries(ctx context.Context, endpointID string, after int64, limit int) ([]Attempt, error) {
-	e, err := s.store.EndpointGetAny(ctx, endpointID)
+	e, err := s.store.WebhookEndpointGetAny(ctx, endpointID)
 	if err != nil {
 		return nil, err
 	}
-	return s.store.AttemptsByEndpoint(ctx, e.AccountID, endpointID, after, limit)
+	return s.store.WebhookAttemptsByEndpoint(ctx, e.AccountID, endpointID, after, limit)
 }
 
 // AdminEventDeliveries lists the attempts of any account's event.
@@ -408,7 +408,7 @@ func (s *Service) AdminEventDeliveries(ctx context.Context, eventID string, afte
 	if err != nil {
 		return nil, err
 	}
-	return s.store.AttemptsByEvent(ctx, accountID, eventID, after, limit)
+	return s.store.WebhookAttemptsByEvent(ctx, accountID, eventID, after, limit)
 }
 
 // AdminRedeliver sends any account's event again to every enabled endpoint

@@ -29,14 +29,14 @@ func (s *AccountStore) AccountInsert(ctx context.Context, r account.Row) error {
 	return translate(err)
 }
 
-// AccountByAPIKeyHash finds the account of an API key hash.
-func (s *AccountStore) AccountByAPIKeyHash(ctx context.Context, hash []byte) (account.Row, error) {
+// AccountGetByAPIKeyHash finds the account of an API key hash.
+func (s *AccountStore) AccountGetByAPIKeyHash(ctx context.Context, hash []byte) (account.Row, error) {
 	r, err := s.db.q.AccountGetByAPIKeyHash(ctx, hash)
 	return accountFromRow(r), translate(err)
 }
 
-// AccountByID finds an account.
-func (s *AccountStore) AccountByID(ctx context.Context, id string) (account.Row, error) {
+// AccountGetByID finds an account.
+func (s *AccountStore) AccountGetByID(ctx context.Context, id string) (account.Row, error) {
 	r, err := s.db.q.AccountGetByID(ctx, id)
 	return accountFromRow(r), translate(err)
 }
@@ -63,14 +63,14 @@ func (s *AccountStore) AccountRotateAPIKey(ctx context.Context, id string, newHa
 	return accountFromRow(r), translate(err)
 }
 
-// AccountFirst returns the oldest-id account, or payment.ErrNotFound.
-func (s *AccountStore) AccountFirst(ctx context.Context) (account.Row, error) {
+// AccountGetFirst returns the oldest-id account, or payment.ErrNotFound.
+func (s *AccountStore) AccountGetFirst(ctx context.Context) (account.Row, error) {
 	r, err := s.db.q.AccountGetFirst(ctx)
 	return accountFromRow(r), translate(err)
 }
 
-// AccountIDsAfter lists up to n account ids greater than after, in order.
-func (s *AccountStore) AccountIDsAfter(ctx context.Context, after string, n int) ([]string, error) {
+// AccountListIDsAfter lists up to n account ids greater than after, in order.
+func (s *AccountStore) AccountListIDsAfter(ctx context.Context, after string, n int) ([]string, error) {
 	ids, err := s.db.q.AccountListIDsAfter(ctx, dbsqlc.AccountListIDsAfterParams{After: after, MaxRows: int32(n)})
 	return ids, translate(err)
 }
@@ -82,9 +82,9 @@ func (s *AccountStore) AccountSetStripeAccountID(ctx context.Context, id, stripe
 	return n == 1, translate(err)
 }
 
-// AccountSecretHMACExists reports whether an account holds a secret with
+// AccountExistsBySecretHMAC reports whether an account holds a secret with
 // this fingerprint.
-func (s *AccountStore) AccountSecretHMACExists(ctx context.Context, hmac []byte) (bool, error) {
+func (s *AccountStore) AccountExistsBySecretHMAC(ctx context.Context, hmac []byte) (bool, error) {
 	ok, err := s.db.q.AccountExistsBySecretHMAC(ctx, hmac)
 	return ok, translate(err)
 }
@@ -111,15 +111,15 @@ func (s *AccountStore) AccountReseal(ctx context.Context, id string, reseal func
 	return changed, err
 }
 
-// CanaryGet returns the sealed encryption canary, or payment.ErrNotFound.
-func (s *AccountStore) CanaryGet(ctx context.Context) ([]byte, error) {
+// EncryptionCanaryGet returns the sealed encryption canary, or payment.ErrNotFound.
+func (s *AccountStore) EncryptionCanaryGet(ctx context.Context) ([]byte, error) {
 	b, err := s.db.q.EncryptionCanaryGet(ctx)
 	return b, translate(err)
 }
 
-// CanaryInsert stores the canary unless one exists; concurrent first
+// EncryptionCanaryInsert stores the canary unless one exists; concurrent first
 // starts keep the first.
-func (s *AccountStore) CanaryInsert(ctx context.Context, sealed []byte, at time.Time) error {
+func (s *AccountStore) EncryptionCanaryInsert(ctx context.Context, sealed []byte, at time.Time) error {
 	return translate(s.db.q.EncryptionCanaryInsert(ctx, dbsqlc.EncryptionCanaryInsertParams{Ciphertext: sealed, UpdatedAt: at}))
 }
 

@@ -77,7 +77,7 @@ func (s *ConsoleStore) DiscrepancyCountOpenByKind(ctx context.Context) (map[stri
 }
 
 // SessionCreate stores a console session and forgets the expired ones.
-func (s *ConsoleStore) SessionCreate(ctx context.Context, idHash []byte, actor string, now, expires time.Time) error {
+func (s *ConsoleStore) ConsoleSessionCreate(ctx context.Context, idHash []byte, actor string, now, expires time.Time) error {
 	if err := s.db.q.ConsoleSessionPurge(ctx, now); err != nil {
 		return translate(err)
 	}
@@ -87,7 +87,7 @@ func (s *ConsoleStore) SessionCreate(ctx context.Context, idHash []byte, actor s
 
 // SessionGet is the actor of a session that has not expired at now;
 // payment.ErrNotFound when there is none.
-func (s *ConsoleStore) SessionGet(ctx context.Context, idHash []byte, now time.Time) (string, error) {
+func (s *ConsoleStore) ConsoleSessionGet(ctx context.Context, idHash []byte, now time.Time) (string, error) {
 	row, err := s.db.q.ConsoleSessionGet(ctx, dbsqlc.ConsoleSessionGetParams{IDHash: idHash, Now: now})
 	if err != nil {
 		return "", translate(err)
@@ -96,14 +96,14 @@ func (s *ConsoleStore) SessionGet(ctx context.Context, idHash []byte, now time.T
 }
 
 // SessionDelete ends a session.
-func (s *ConsoleStore) SessionDelete(ctx context.Context, idHash []byte) error {
+func (s *ConsoleStore) ConsoleSessionDelete(ctx context.Context, idHash []byte) error {
 	return translate(s.db.q.ConsoleSessionDelete(ctx, idHash))
 }
 
 // SignInFormUse marks a sign-in form used until it expires and reports
 // whether this was its first use. Forms expired a minute before now (a
 // margin for the clocks of other instances) are forgotten.
-func (s *ConsoleStore) SignInFormUse(ctx context.Context, nonceHash []byte, now, expires time.Time) (bool, error) {
+func (s *ConsoleStore) ConsoleSignInFormUse(ctx context.Context, nonceHash []byte, now, expires time.Time) (bool, error) {
 	if err := s.db.q.ConsoleSignInFormPurge(ctx, now.Add(-time.Minute)); err != nil {
 		return false, translate(err)
 	}

@@ -18,17 +18,17 @@ func NewRetentionStore(db *DB) *RetentionStore { return &RetentionStore{db: db} 
 
 var _ retention.Store = (*RetentionStore)(nil)
 
-// PurgeResponses turns up to limit completed keys whose completed_at is
+// IdempotencyKeyPurgeResponses turns up to limit completed keys whose completed_at is
 // before completedBefore into tombstones purged at now, and returns how many.
-func (s *RetentionStore) PurgeResponses(ctx context.Context, completedBefore, now time.Time, limit int) (int, error) {
+func (s *RetentionStore) IdempotencyKeyPurgeResponses(ctx context.Context, completedBefore, now time.Time, limit int) (int, error) {
 	n, err := s.db.q.IdempotencyKeyPurgeResponses(ctx, dbsqlc.IdempotencyKeyPurgeResponsesParams{
 		Now: now, CompletedBefore: completedBefore, MaxRows: int32(limit)})
 	return int(n), translate(err)
 }
 
-// DeleteTombstones deletes up to limit tombstones purged before
+// IdempotencyKeyDeleteTombstones deletes up to limit tombstones purged before
 // purgedBefore, and returns how many.
-func (s *RetentionStore) DeleteTombstones(ctx context.Context, purgedBefore time.Time, limit int) (int, error) {
+func (s *RetentionStore) IdempotencyKeyDeleteTombstones(ctx context.Context, purgedBefore time.Time, limit int) (int, error) {
 	n, err := s.db.q.IdempotencyKeyDeleteTombstones(ctx, dbsqlc.IdempotencyKeyDeleteTombstonesParams{
 		PurgedBefore: purgedBefore, MaxRows: int32(limit)})
 	return int(n), translate(err)

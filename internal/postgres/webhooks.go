@@ -233,7 +233,7 @@ func (s *WebhookStore) EndpointInsert(ctx context.Context, e *notify.Endpoint, l
 	return out, created, err
 }
 
-func (s *WebhookStore) EndpointGet(ctx context.Context, accountID, id string) (*notify.Endpoint, error) {
+func (s *WebhookStore) WebhookEndpointGet(ctx context.Context, accountID, id string) (*notify.Endpoint, error) {
 	row, err := s.db.q.WebhookEndpointGet(ctx, dbsqlc.WebhookEndpointGetParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return nil, translate(err)
@@ -241,7 +241,7 @@ func (s *WebhookStore) EndpointGet(ctx context.Context, accountID, id string) (*
 	return endpointFromRow(row), nil
 }
 
-func (s *WebhookStore) EndpointGetAny(ctx context.Context, id string) (*notify.Endpoint, error) {
+func (s *WebhookStore) WebhookEndpointGetAny(ctx context.Context, id string) (*notify.Endpoint, error) {
 	row, err := s.db.q.WebhookEndpointGetAny(ctx, id)
 	if err != nil {
 		return nil, translate(err)
@@ -249,7 +249,7 @@ func (s *WebhookStore) EndpointGetAny(ctx context.Context, id string) (*notify.E
 	return endpointFromRow(row), nil
 }
 
-func (s *WebhookStore) EndpointList(ctx context.Context, accountID, after string, limit int) ([]*notify.Endpoint, error) {
+func (s *WebhookStore) WebhookEndpointList(ctx context.Context, accountID, after string, limit int) ([]*notify.Endpoint, error) {
 	rows, err := s.db.q.WebhookEndpointList(ctx, dbsqlc.WebhookEndpointListParams{AccountID: accountID, AfterID: after, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err)
@@ -261,7 +261,7 @@ func (s *WebhookStore) EndpointList(ctx context.Context, accountID, after string
 	return out, nil
 }
 
-func (s *WebhookStore) EndpointListAll(ctx context.Context, after string, limit int) ([]*notify.Endpoint, error) {
+func (s *WebhookStore) WebhookEndpointListAll(ctx context.Context, after string, limit int) ([]*notify.Endpoint, error) {
 	rows, err := s.db.q.WebhookEndpointListAll(ctx, dbsqlc.WebhookEndpointListAllParams{AfterID: after, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err)
@@ -302,7 +302,7 @@ func (s *WebhookStore) RedeliverAudited(ctx context.Context, eventID string, a n
 	return accountID, err
 }
 
-func (s *WebhookStore) EndpointUpdate(ctx context.Context, e *notify.Endpoint, now time.Time) (*notify.Endpoint, error) {
+func (s *WebhookStore) WebhookEndpointUpdate(ctx context.Context, e *notify.Endpoint, now time.Time) (*notify.Endpoint, error) {
 	row, err := s.db.q.WebhookEndpointUpdate(ctx, dbsqlc.WebhookEndpointUpdateParams{
 		Url: e.URL, EnabledEvents: e.EnabledEvents, Description: e.Description, Status: e.Status,
 		Now: now, AccountID: e.AccountID, ID: e.ID})
@@ -312,12 +312,12 @@ func (s *WebhookStore) EndpointUpdate(ctx context.Context, e *notify.Endpoint, n
 	return endpointFromRow(row), nil
 }
 
-func (s *WebhookStore) EndpointDelete(ctx context.Context, accountID, id string, now time.Time) error {
+func (s *WebhookStore) WebhookEndpointDelete(ctx context.Context, accountID, id string, now time.Time) error {
 	_, err := s.db.q.WebhookEndpointDelete(ctx, dbsqlc.WebhookEndpointDeleteParams{Now: &now, AccountID: accountID, ID: id})
 	return translate(err)
 }
 
-func (s *WebhookStore) EndpointRotate(ctx context.Context, accountID, id string, secretEnc, keyHash []byte, previousExpiresAt, now time.Time) (*notify.Endpoint, error) {
+func (s *WebhookStore) WebhookEndpointRotate(ctx context.Context, accountID, id string, secretEnc, keyHash []byte, previousExpiresAt, now time.Time) (*notify.Endpoint, error) {
 	row, err := s.db.q.WebhookEndpointRotate(ctx, dbsqlc.WebhookEndpointRotateParams{
 		PreviousExpiresAt: &previousExpiresAt, SecretEnc: secretEnc, RotateKeyHash: keyHash, Now: now,
 		AccountID: accountID, ID: id})
@@ -337,7 +337,7 @@ func webhookAttemptsFromRows(rows []dbsqlc.WebhookAttempt) []notify.Attempt {
 	return out
 }
 
-func (s *WebhookStore) AttemptsByEndpoint(ctx context.Context, accountID, endpointID string, after int64, limit int) ([]notify.Attempt, error) {
+func (s *WebhookStore) WebhookAttemptsByEndpoint(ctx context.Context, accountID, endpointID string, after int64, limit int) ([]notify.Attempt, error) {
 	rows, err := s.db.q.WebhookAttemptsByEndpoint(ctx, dbsqlc.WebhookAttemptsByEndpointParams{
 		AccountID: accountID, EndpointID: endpointID, AfterID: after, MaxRows: int32(limit)})
 	if err != nil {
@@ -346,7 +346,7 @@ func (s *WebhookStore) AttemptsByEndpoint(ctx context.Context, accountID, endpoi
 	return webhookAttemptsFromRows(rows), nil
 }
 
-func (s *WebhookStore) AttemptsByEvent(ctx context.Context, accountID, eventID string, after int64, limit int) ([]notify.Attempt, error) {
+func (s *WebhookStore) WebhookAttemptsByEvent(ctx context.Context, accountID, eventID string, after int64, limit int) ([]notify.Attempt, error) {
 	rows, err := s.db.q.WebhookAttemptsByEvent(ctx, dbsqlc.WebhookAttemptsByEventParams{
 		AccountID: accountID, EventID: eventID, AfterID: after, MaxRows: int32(limit)})
 	if err != nil {

@@ -24,12 +24,12 @@ const DefaultBatchSize = 500
 // rows and returns how many it handled; a result below limit means no more
 // rows were eligible (or the rest are locked by someone else).
 type Store interface {
-	// PurgeResponses turns completed keys whose completed_at is before
+	// IdempotencyKeyPurgeResponses turns completed keys whose completed_at is before
 	// completedBefore into tombstones: response status and body removed,
 	// purged_at set to now; scope, fingerprint and payment id kept.
-	PurgeResponses(ctx context.Context, completedBefore, now time.Time, limit int) (int, error)
-	// DeleteTombstones deletes tombstones purged before purgedBefore.
-	DeleteTombstones(ctx context.Context, purgedBefore time.Time, limit int) (int, error)
+	IdempotencyKeyPurgeResponses(ctx context.Context, completedBefore, now time.Time, limit int) (int, error)
+	// IdempotencyKeyDeleteTombstones deletes tombstones purged before purgedBefore.
+	IdempotencyKeyDeleteTombstones(ctx context.Context, purgedBefore time.Time, limit int) (int, error)
 }
 
 // Config configures a Purger.
@@ -109,13 +109,13 @@ func (p *Purger) PurgeOnce(ctx context.Context) (Result, error) {
 	var res Result
 	var err error
 	res.Purged, err = p.drain(ctx, func(ctx context.Context) (int, error) {
-		return p.store.PurgeResponses(ctx, now.Add(-p.responseTTL), now, p.batchSize)
+		return p.store.IdempotencyKeyPurgeResponses(ctx, now.Add(-p.responseTTL), now, p.batchSize)
 	})
 	if err != nil {
 		return res, fmt.Errorf("retention: purge responses: %w", err)
 	}
 	res.Deleted, err = p.drain(ctx, func(ctx context.Context) (int, error) {
-		return p.store.DeleteTombstones(ctx, now.Add(-p.tombstoneTTL), p.batchSize)
+		return p.store.IdempotencyKeyDeleteTombstones(ctx, now.Add(-p.tombstoneTTL), p.batchSize)
 	})
 	if err != nil {
 		return res, fmt.Errorf("retention: delete tombstones: %w", err)

@@ -58,8 +58,8 @@ type countingStore struct {
 	purges []int // rows purged by each PurgeResponses call
 }
 
-func (s *countingStore) PurgeResponses(ctx context.Context, before, now time.Time, limit int) (int, error) {
-	n, err := s.Store.PurgeResponses(ctx, before, now, limit)
+func (s *countingStore) IdempotencyKeyPurgeResponses(ctx context.Context, before, now time.Time, limit int) (int, error) {
+	n, err := s.Store.IdempotencyKeyPurgeResponses(ctx, before, now, limit)
 	s.mu.Lock()
 	s.purges = append(s.purges, n)
 	s.mu.Unlock()

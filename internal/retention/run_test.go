@@ -68,11 +68,11 @@ func runUntil(t *testing.T, p *retention.Purger) (stop func()) {
 
 type failingStore struct{}
 
-func (failingStore) PurgeResponses(context.Context, time.Time, time.Time, int) (int, error) {
+func (failingStore) IdempotencyKeyPurgeResponses(context.Context, time.Time, time.Time, int) (int, error) {
 	return 0, errors.New("connection refused")
 }
 
-func (failingStore) DeleteTombstones(context.Context, time.Time, int) (int, error) {
+func (failingStore) IdempotencyKeyDeleteTombstones(context.Context, time.Time, int) (int, error) {
 	return 0, errors.New("connection refused")
 }
 
