@@ -51,7 +51,7 @@ func (s *ConsoleStore) EventListByPayment(ctx context.Context, accountID, paymen
 // WebhookDeliveryListByPayment lists the provider's webhook deliveries
 // about a payment, oldest first, at most limit.
 func (s *ConsoleStore) WebhookDeliveryListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Delivery, error) {
-	rows, err := s.db.q.WebhookDeliveryListByPayment(ctx, dbsqlc.WebhookDeliveryListByPaymentParams{
+	rows, err := s.db.q.ProviderEventReceiptListByPayment(ctx, dbsqlc.ProviderEventReceiptListByPaymentParams{
 		AccountID: accountID, PaymentID: &paymentID, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err)

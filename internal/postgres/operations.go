@@ -223,7 +223,7 @@ func (s *PaymentStore) PaymentByProviderID(ctx context.Context, accountID, provi
 }
 
 func (t *paymentTx) DeliveryInsert(ctx context.Context, d payment.Delivery) (bool, error) {
-	_, err := t.q.WebhookDeliveryInsert(ctx, dbsqlc.WebhookDeliveryInsertParams{AccountID: d.AccountID, EventID: d.EventID,
+	_, err := t.q.ProviderEventReceiptInsert(ctx, dbsqlc.ProviderEventReceiptInsertParams{AccountID: d.AccountID, EventID: d.EventID,
 		Type: d.Type, Outcome: d.Outcome, PaymentID: strPtr(d.PaymentID), ReceivedAt: d.ReceivedAt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
