@@ -11,6 +11,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/authlimit"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/operations"
@@ -51,6 +52,8 @@ type Config struct {
 	// Webhooks serves /v1/webhook_endpoints and event deliveries; nil
 	// leaves them out (404).
 	Webhooks *notify.Service
+	// Inbound takes the provider's events at /webhooks/stripe.
+	Inbound *inbound.Service
 	// BodyBudget bounds the bytes of provider webhook bodies read at once,
 	// across all requests; 0 is 16 MiB.
 	BodyBudget int64
@@ -70,13 +73,15 @@ type Server struct {
 	console     http.Handler
 	operations  *operations.Service
 	webhooks    *notify.Service
+	inbound     *inbound.Service
 	bodies      *semaphore.Weighted
 }
 
 // New checks every dependency.
 func New(c Config) (*Server, error) {
-	if c.Payments == nil || c.Reconciler == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil || c.Operations == nil {
-		return nil, errors.New("api: payments, reconciler, operations, accounts, readiness, metrics and logger are required")
+	if c.Payments == nil || c.Reconciler == nil || c.Accounts == nil || c.Ready == nil || c.Metrics == nil || c.Logger == nil ||
+		c.Operations == nil || c.Inbound == nil {
+		return nil, errors.New("api: payments, reconciler, operations, inbound, accounts, readiness, metrics and logger are required")
 	}
 	if c.AuthLimiter == nil {
 		c.AuthLimiter = authlimit.New(authlimit.Config{})
@@ -87,7 +92,7 @@ func New(c Config) (*Server, error) {
 	return &Server{payments: c.Payments, reconciler: c.Reconciler, accounts: c.Accounts, ready: c.Ready,
 		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, authLimiter: c.AuthLimiter,
 		noMetrics: c.NoMetrics, console: c.Console, operations: c.Operations, webhooks: c.Webhooks,
-		bodies: semaphore.NewWeighted(c.BodyBudget)}, nil
+		inbound: c.Inbound, bodies: semaphore.NewWeighted(c.BodyBudget)}, nil
 }
 
 // Handler returns the routes with their middleware stack.

@@ -29,7 +29,7 @@ import (
 func routes(t *testing.T, e *apitest.Env) map[string][]string {
 	t.Helper()
 	srv, err := api.New(api.Config{Payments: e.Payments, Reconciler: e.Reconciler, Accounts: e.Accounts, Ready: e.DB,
-		Metrics: metrics.New(nil, nil, nil), Logger: e.Logger(), Operations: e.Operations})
+		Metrics: metrics.New(nil, nil, nil), Logger: e.Logger(), Operations: e.Operations, Inbound: e.Inbound})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestClientDisconnect(t *testing.T) {
 	logs := &apitest.SyncBuffer{}
 	m := metrics.New(nil, nil, nil)
 	srv, err := api.New(api.Config{Payments: e.Payments, Reconciler: e.Reconciler, Accounts: e.Accounts, Ready: e.DB, Metrics: m,
-		Logger: logging.New(logs, slog.LevelDebug), Operations: e.Operations})
+		Logger: logging.New(logs, slog.LevelDebug), Operations: e.Operations, Inbound: e.Inbound})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
-	"github.com/acmepay/payments/internal/provider/stripe"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -42,7 +41,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	n, err := stripe.ParseEvent(body, r.Header.Get("Stripe-Signature"), acct.WebhookSecret)
+	n, err := s.inbound.Parse(body, r.Header.Get("Stripe-Signature"), acct.WebhookSecret)
 	if errors.Is(err, provider.ErrSignature) {
 		s.metrics.Webhook("rejected")
 		s.log.WarnContext(r.Context(), "webhook signature rejected", slog.String("account_id", acct.ID))
@@ -54,17 +53,12 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Signed is not the same as storable: text PostgreSQL cannot take would
-	// fail the delivery with a 500 on every redelivery.
+	// fail the receipt with a 500 on every redelivery.
 	if !eventIsText(n) {
 		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "the event holds text that is not valid UTF-8 or has NUL characters"))
 		return
 	}
-	outcome := payment.DeliveryIgnored
-	if n.Kind != provider.EventOther {
-		outcome, err = s.payments.ApplyNotice(r.Context(), acct.Payer(), n)
-	} else {
-		outcome, err = s.payments.RecordIgnored(r.Context(), acct.Payer(), n)
-	}
+	outcome, err := s.inbound.Receive(r.Context(), acct.Payer(), n)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -21,6 +21,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/app"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
@@ -114,6 +115,8 @@ type Env struct {
 	// a delivery worker on the test's clock that a test runs job by job.
 	Webhooks      *notify.Service
 	WebhookWorker *notify.Worker
+	// Inbound is the first instance's taker of provider events.
+	Inbound *inbound.Service
 
 	doc    *openapi3.T
 	router routers.Router
@@ -172,6 +175,9 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 	}
 	if e.Webhooks == nil {
 		e.Webhooks, e.WebhookWorker = a.Webhooks, a.WebhookWorker
+	}
+	if e.Inbound == nil {
+		e.Inbound = a.Inbound
 	}
 	h := a.Handler()
 	if e.Router == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/authlimit"
 	"github.com/acmepay/payments/internal/console"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/metrics"
 	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/operations"
@@ -108,6 +109,8 @@ type App struct {
 	Accounts   *account.Service
 	Operations *operations.Service
 	Webhooks   *notify.Service
+	// Inbound takes the provider's events.
+	Inbound *inbound.Service
 	// WebhookWorker delivers webhooks; Start runs it in a River client.
 	WebhookWorker *notify.Worker
 	Reconciler    *reconcile.Reconciler
@@ -185,7 +188,12 @@ func (a *App) build(ctx context.Context) (err error) {
 	}, store.EventFeedLag)
 	a.Metrics.Registry.MustRegister(a.DB.Collector())
 	prov := newProvider(cfg)
-	if a.Payments, err = newPayments(cfg, prov, store, a.Metrics); err != nil {
+	pstore := wrapStore(cfg, store)
+	if a.Payments, err = newPayments(cfg, prov, pstore, a.Metrics); err != nil {
+		return err
+	}
+	if a.Inbound, err = inbound.New(inbound.Config{Payments: a.Payments, Store: pstore, Parse: stripe.ParseEvent,
+		Now: payment.NewClock(cfg.Now)}); err != nil {
 		return err
 	}
 	if a.Accounts, err = OpenAccounts(ctx, a.DB, cfg); err != nil {
@@ -219,6 +227,15 @@ func (a *App) build(ctx context.Context) (err error) {
 	return a.buildAPI()
 }
 
+// wrapStore is the store of the money path and of provider events,
+// wrapped when a seam asks.
+func wrapStore(cfg Config, store *postgres.PaymentStore) payment.Store {
+	if cfg.WrapStore != nil {
+		return cfg.WrapStore(store)
+	}
+	return store
+}
+
 // newProvider builds the provider, wrapped when a seam asks.
 func newProvider(cfg Config) provider.Provider {
 	var prov provider.Provider = stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
@@ -229,13 +246,8 @@ func newProvider(cfg Config) provider.Provider {
 	return prov
 }
 
-// newPayments builds the money path on the provider and store, the store
-// wrapped when a seam asks.
-func newPayments(cfg Config, prov provider.Provider, store *postgres.PaymentStore, m *metrics.Metrics) (*payment.Service, error) {
-	var pstore payment.Store = store
-	if cfg.WrapStore != nil {
-		pstore = cfg.WrapStore(store)
-	}
+// newPayments builds the money path on the provider and store.
+func newPayments(cfg Config, prov provider.Provider, pstore payment.Store, m *metrics.Metrics) (*payment.Service, error) {
 	return payment.NewService(payment.Config{
 		Store: pstore, Provider: prov, Logger: cfg.Logger, Metrics: m, Now: cfg.Now, NewID: cfg.NewID,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
@@ -269,7 +281,7 @@ func (a *App) buildAPI() error {
 	}
 	srv, err := api.New(api.Config{Payments: a.Payments, Reconciler: a.Reconciler, Accounts: a.Accounts, Ready: a.DB, Metrics: a.Metrics,
 		Logger: a.log, AdminToken: cfg.AdminToken, AuthLimiter: limiter, NoMetrics: cfg.MetricsElsewhere,
-		Console: con, Operations: a.Operations, Webhooks: a.Webhooks})
+		Console: con, Operations: a.Operations, Webhooks: a.Webhooks, Inbound: a.Inbound})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/authlimit"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/reconcile"
@@ -37,7 +38,7 @@ type Store interface {
 	PaymentCountByStatus(ctx context.Context) (map[string]int64, error)
 	PaymentCountWaitingByAge(ctx context.Context, now time.Time) ([]payment.AgeCount, error)
 	EventListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Event, error)
-	WebhookDeliveryListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Delivery, error)
+	ProviderEventReceiptListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]inbound.Receipt, error)
 	DiscrepancyCountOpenByKind(ctx context.Context) (map[string]int64, error)
 	// Sessions and used sign-in forms, by the SHA-256 of their ids.
 	ConsoleSessionCreate(ctx context.Context, idHash []byte, actor string, now, expires time.Time) error

@@ -14,6 +14,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
@@ -330,7 +331,7 @@ func (c *Console) paymentPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	deliveries, err := c.cfg.Store.WebhookDeliveryListByPayment(ctx, p.AccountID, p.ID, 200)
+	receipts, err := c.cfg.Store.ProviderEventReceiptListByPayment(ctx, p.AccountID, p.ID, 200)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -341,7 +342,7 @@ func (c *Console) paymentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Discrepancies = rowsOf(dscs.Data)
-	d.Timeline = timeline(v.Audit, events, deliveries)
+	d.Timeline = timeline(v.Audit, events, receipts)
 	d.Actions = actionsFor(p, v.Attempts)
 	c.render(w, r, http.StatusOK, "payment", d)
 }
@@ -419,7 +420,7 @@ func orDash(s string) string {
 	return s
 }
 
-func timeline(audit []payment.AuditEntry, events []payment.Event, deliveries []payment.Delivery) []timelineItem {
+func timeline(audit []payment.AuditEntry, events []payment.Event, receipts []inbound.Receipt) []timelineItem {
 	var out []timelineItem
 	for _, a := range audit {
 		var det []string
@@ -432,8 +433,8 @@ func timeline(audit []payment.AuditEntry, events []payment.Event, deliveries []p
 	for _, e := range events {
 		out = append(out, timelineItem{At: e.CreatedAt, Kind: "event", Title: e.Type, Detail: e.ID})
 	}
-	for _, d := range deliveries {
-		out = append(out, timelineItem{At: d.ReceivedAt, Kind: "webhook", Title: d.Type, Detail: d.EventID + " (" + d.Outcome + ")"})
+	for _, r := range receipts {
+		out = append(out, timelineItem{At: r.ReceivedAt, Kind: "webhook", Title: r.Type, Detail: r.EventID + " (" + r.Outcome + ")"})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/prometheus/client_golang/prometheus"
@@ -127,8 +128,8 @@ func (m *Metrics) initKnownSeries() {
 		string(payment.StatusDeclined), string(payment.StatusFailed), string(payment.StatusCanceled), "refunded", "refund_failed"} {
 		m.reconDone.WithLabelValues(status)
 	}
-	for _, outcome := range []string{payment.DeliveryApplied, payment.DeliveryDuplicate, payment.DeliveryIgnored,
-		payment.DeliveryUnknown, "rejected"} {
+	for _, outcome := range []string{inbound.Applied, inbound.Duplicate, inbound.Ignored,
+		inbound.UnknownObject, "rejected"} {
 		m.webhooks.WithLabelValues(outcome)
 	}
 	for _, outcome := range DeliveryOutcomes {

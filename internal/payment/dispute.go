@@ -1,7 +1,6 @@
 package payment
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"time"
@@ -119,25 +118,4 @@ func timesEqual(a, b *time.Time) bool {
 		return a == b
 	}
 	return a.Equal(*b)
-}
-
-// applyDispute records a dispute event on the payment and emits
-// payment.disputed, or payment.dispute_closed once it is settled. It
-// changes neither the status nor the amounts.
-func (s *Service) applyDispute(ctx context.Context, tx Tx, p *Payment, n Notice, now time.Time) (bool, error) {
-	d := FromProviderDispute(*n.Dispute)
-	ds, changed := MergeDispute(p.Disputes, d)
-	if !changed {
-		return false, nil
-	}
-	p.Disputes, p.UpdatedAt = ds, now
-	if err := tx.PaymentSetDisputes(ctx, p); err != nil {
-		return false, err
-	}
-	ev := "payment.disputed"
-	if d.Closed {
-		ev = "payment.dispute_closed"
-	}
-	return true, s.Write(ctx, tx, Change{Payment: p, Events: []string{ev}, Audit: AuditEntry{Actor: "webhook", Action: "webhook." + n.Type,
-		Details: map[string]any{"event_id": n.EventID, "dispute_id": d.ID, "dispute_status": d.Status, "amount": d.Amount}}})
 }

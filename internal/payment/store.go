@@ -108,7 +108,4 @@ type Tx interface {
 	// WebhooksEnqueue is the outbox of merchant webhooks: a delivery job per
 	// endpoint that takes the event, written in this transaction.
 	WebhooksEnqueue(ctx context.Context, e Event) error
-	// DeliveryInsert stores a webhook delivery; false when its event id was
-	// already delivered.
-	DeliveryInsert(ctx context.Context, d Delivery) (bool, error)
 }

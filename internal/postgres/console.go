@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 )
@@ -48,17 +49,17 @@ func (s *ConsoleStore) EventListByPayment(ctx context.Context, accountID, paymen
 	return out, nil
 }
 
-// WebhookDeliveryListByPayment lists the provider's webhook deliveries
-// about a payment, oldest first, at most limit.
-func (s *ConsoleStore) WebhookDeliveryListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]payment.Delivery, error) {
-	rows, err := s.db.q.WebhookDeliveryListByPayment(ctx, dbsqlc.WebhookDeliveryListByPaymentParams{
+// ProviderEventReceiptListByPayment lists the receipts of the provider's
+// events about a payment, oldest first, at most limit.
+func (s *ConsoleStore) ProviderEventReceiptListByPayment(ctx context.Context, accountID, paymentID string, limit int) ([]inbound.Receipt, error) {
+	rows, err := s.db.q.ProviderEventReceiptListByPayment(ctx, dbsqlc.ProviderEventReceiptListByPaymentParams{
 		AccountID: accountID, PaymentID: &paymentID, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]payment.Delivery, len(rows))
+	out := make([]inbound.Receipt, len(rows))
 	for i, r := range rows {
-		out[i] = payment.Delivery{AccountID: accountID, PaymentID: paymentID, EventID: r.EventID, Type: r.Type, Outcome: r.Outcome, ReceivedAt: r.ReceivedAt}
+		out[i] = inbound.Receipt{AccountID: accountID, PaymentID: paymentID, EventID: r.EventID, Type: r.Type, Outcome: r.Outcome, ReceivedAt: r.ReceivedAt}
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
@@ -222,9 +223,14 @@ func (s *PaymentStore) PaymentByProviderID(ctx context.Context, accountID, provi
 	return paymentFromRow(row)
 }
 
-func (t *paymentTx) DeliveryInsert(ctx context.Context, d payment.Delivery) (bool, error) {
-	_, err := t.q.WebhookDeliveryInsert(ctx, dbsqlc.WebhookDeliveryInsertParams{AccountID: d.AccountID, EventID: d.EventID,
-		Type: d.Type, Outcome: d.Outcome, PaymentID: strPtr(d.PaymentID), ReceivedAt: d.ReceivedAt})
+// The store's transactions record the receipts of provider events.
+var _ inbound.Tx = (*paymentTx)(nil)
+
+// ProviderEventReceiptInsert stores the receipt of a provider event; false
+// when its event id was already received.
+func (t *paymentTx) ProviderEventReceiptInsert(ctx context.Context, r inbound.Receipt) (bool, error) {
+	_, err := t.q.ProviderEventReceiptInsert(ctx, dbsqlc.ProviderEventReceiptInsertParams{AccountID: r.AccountID, EventID: r.EventID,
+		Type: r.Type, Outcome: r.Outcome, PaymentID: strPtr(r.PaymentID), ReceivedAt: r.ReceivedAt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

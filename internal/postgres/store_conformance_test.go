@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/notify"
 	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
@@ -965,14 +966,14 @@ func conformWebhooks(t *testing.T) {
 		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		same(t, "delivery jobs", []any{got, err}, []any{[]string{"we_0", "we_1"}, nil})
 	})
-	t.Run("DeliveryInsert", func(t *testing.T) {
+	t.Run("ProviderEventReceiptInsert", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
-		d := payment.Delivery{AccountID: "acct_1", EventID: "evt_stripe_1", Type: "payment_intent.succeeded",
-			Outcome: payment.DeliveryIgnored, PaymentID: "pay_1", ReceivedAt: at(0)}
+		r := inbound.Receipt{AccountID: "acct_1", EventID: "evt_stripe_1", Type: "payment_intent.succeeded",
+			Outcome: inbound.Ignored, PaymentID: "pay_1", ReceivedAt: at(0)}
 		for _, want := range []bool{true, false} {
 			c.tx(t, func(tx payment.Tx) error {
-				ok, err := tx.DeliveryInsert(c.ctx, d)
+				ok, err := tx.(inbound.Tx).ProviderEventReceiptInsert(c.ctx, r)
 				same(t, "stored", []any{ok, err}, []any{want, nil})
 				return nil
 			})

@@ -26,7 +26,7 @@ WHERE e.account_id = @account_id
 ORDER BY e.xid, e.seq
 LIMIT @max_rows;
 
--- name: WebhookDeliveryInsert :one
+-- name: ProviderEventReceiptInsert :one
 INSERT INTO webhook_deliveries (account_id, event_id, type, outcome, payment_id, received_at)
 VALUES (@account_id, @event_id, @type, @outcome, @payment_id, @received_at)
 ON CONFLICT (account_id, event_id) DO NOTHING

@@ -21,7 +21,7 @@ WHERE account_id = @account_id AND payment_id = @payment_id
 ORDER BY seq
 LIMIT @max_rows;
 
--- name: WebhookDeliveryListByPayment :many
+-- name: ProviderEventReceiptListByPayment :many
 SELECT event_id, type, outcome, received_at FROM webhook_deliveries
 WHERE account_id = @account_id AND payment_id = @payment_id
 ORDER BY received_at, event_id

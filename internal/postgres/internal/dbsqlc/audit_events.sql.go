@@ -203,14 +203,14 @@ func (q *Queries) EventListAfter(ctx context.Context, arg EventListAfterParams) 
 	return items, nil
 }
 
-const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :one
+const providerEventReceiptInsert = `-- name: ProviderEventReceiptInsert :one
 INSERT INTO webhook_deliveries (account_id, event_id, type, outcome, payment_id, received_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (account_id, event_id) DO NOTHING
 RETURNING account_id
 `
 
-type WebhookDeliveryInsertParams struct {
+type ProviderEventReceiptInsertParams struct {
 	AccountID  string
 	EventID    string
 	Type       string
@@ -219,8 +219,8 @@ type WebhookDeliveryInsertParams struct {
 	ReceivedAt time.Time
 }
 
-func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDeliveryInsertParams) (string, error) {
-	row := q.db.QueryRow(ctx, webhookDeliveryInsert,
+func (q *Queries) ProviderEventReceiptInsert(ctx context.Context, arg ProviderEventReceiptInsertParams) (string, error) {
+	row := q.db.QueryRow(ctx, providerEventReceiptInsert,
 		arg.AccountID,
 		arg.EventID,
 		arg.Type,

@@ -217,35 +217,35 @@ func (q *Queries) PaymentCountWaitingByAge(ctx context.Context, now time.Time) (
 	return items, nil
 }
 
-const webhookDeliveryListByPayment = `-- name: WebhookDeliveryListByPayment :many
+const providerEventReceiptListByPayment = `-- name: ProviderEventReceiptListByPayment :many
 SELECT event_id, type, outcome, received_at FROM webhook_deliveries
 WHERE account_id = $1 AND payment_id = $2
 ORDER BY received_at, event_id
 LIMIT $3
 `
 
-type WebhookDeliveryListByPaymentParams struct {
+type ProviderEventReceiptListByPaymentParams struct {
 	AccountID string
 	PaymentID *string
 	MaxRows   int32
 }
 
-type WebhookDeliveryListByPaymentRow struct {
+type ProviderEventReceiptListByPaymentRow struct {
 	EventID    string
 	Type       string
 	Outcome    string
 	ReceivedAt time.Time
 }
 
-func (q *Queries) WebhookDeliveryListByPayment(ctx context.Context, arg WebhookDeliveryListByPaymentParams) ([]WebhookDeliveryListByPaymentRow, error) {
-	rows, err := q.db.Query(ctx, webhookDeliveryListByPayment, arg.AccountID, arg.PaymentID, arg.MaxRows)
+func (q *Queries) ProviderEventReceiptListByPayment(ctx context.Context, arg ProviderEventReceiptListByPaymentParams) ([]ProviderEventReceiptListByPaymentRow, error) {
+	rows, err := q.db.Query(ctx, providerEventReceiptListByPayment, arg.AccountID, arg.PaymentID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []WebhookDeliveryListByPaymentRow
+	var items []ProviderEventReceiptListByPaymentRow
 	for rows.Next() {
-		var i WebhookDeliveryListByPaymentRow
+		var i ProviderEventReceiptListByPaymentRow
 		if err := rows.Scan(
 			&i.EventID,
 			&i.Type,
