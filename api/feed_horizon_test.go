@@ -47,7 +47,7 @@ func startHeldWriter(t *testing.T, e *apitest.Env, store *postgres.PaymentStore,
 			}
 			// A read sends the queued writes: the transaction has its xid
 			// and its first event on the server before it is held.
-			if _, err := tx.PaymentLock(ctx, p.AccountID, p.ID); err != nil {
+			if _, err := tx.PaymentGetByIDForUpdate(ctx, p.AccountID, p.ID); err != nil {
 				return err
 			}
 			if first {

@@ -53,7 +53,7 @@ func (s *Server) capturePayment(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return idempotency.Answer{}, err
 		}
-		return s.payments.Capture(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"), amount)
+		return s.payments.Capture(r.Context(), accountFrom(r).Merchant(), key, chi.URLParam(r, "id"), amount)
 	})
 }
 
@@ -64,7 +64,7 @@ func (s *Server) cancelPayment(w http.ResponseWriter, r *http.Request) {
 				return idempotency.Answer{}, err
 			}
 		}
-		return s.payments.Cancel(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"))
+		return s.payments.Cancel(r.Context(), accountFrom(r).Merchant(), key, chi.URLParam(r, "id"))
 	})
 }
 
@@ -74,6 +74,6 @@ func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return idempotency.Answer{}, err
 		}
-		return s.payments.Refund(r.Context(), accountFrom(r).Payer(), key, chi.URLParam(r, "id"), amount)
+		return s.payments.Refund(r.Context(), accountFrom(r).Merchant(), key, chi.URLParam(r, "id"), amount)
 	})
 }

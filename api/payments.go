@@ -122,7 +122,7 @@ func (s *Server) createPayment(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return idempotency.Answer{}, err
 		}
-		return s.payments.Create(r.Context(), accountFrom(r).Payer(), key, req)
+		return s.payments.Create(r.Context(), accountFrom(r).Merchant(), key, req)
 	})
 }
 

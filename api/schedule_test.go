@@ -139,7 +139,7 @@ func TestReconcileLease(t *testing.T) {
 		}
 		// The claimer stalled (a GC pause, a stopped VM) past its lease.
 		e.Clock.Advance(a.LeaseExpiresAt.Sub(e.Clock.Now()) + time.Second)
-		acct, err := e.Accounts.Payer(context.Background(), a.AccountID)
+		acct, err := e.Accounts.Merchant(context.Background(), a.AccountID)
 		if err != nil {
 			t.Fatal(err)
 		}

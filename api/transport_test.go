@@ -356,9 +356,9 @@ type stallingStore struct {
 	reached chan struct{}
 }
 
-func (s *stallingStore) PaymentGet(ctx context.Context, accountID, id string) (*payment.Payment, error) {
+func (s *stallingStore) PaymentGetByID(ctx context.Context, accountID, id string) (*payment.Payment, error) {
 	if id != s.id {
-		return s.Store.PaymentGet(ctx, accountID, id)
+		return s.Store.PaymentGetByID(ctx, accountID, id)
 	}
 	s.reached <- struct{}{}
 	<-ctx.Done()

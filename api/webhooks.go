@@ -58,7 +58,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "the event holds text that is not valid UTF-8 or has NUL characters"))
 		return
 	}
-	outcome, err := s.inbound.Receive(r.Context(), acct.Payer(), n)
+	outcome, err := s.inbound.Receive(r.Context(), acct.Merchant(), n)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -32,8 +32,9 @@ type Account struct {
 	CreatedAt     time.Time
 }
 
-// Payer is the account as the payment service sees it.
-func (a Account) Payer() payment.Account {
+// Merchant is the account as the payment service sees it: the merchant
+// that charges, with the provider credentials it charges through.
+func (a Account) Merchant() payment.Account {
 	return payment.Account{ID: a.ID, Credentials: provider.Credentials{SecretKey: a.StripeSecret}}
 }
 
@@ -305,14 +306,14 @@ func (s *Service) Get(ctx context.Context, id string) (Account, error) {
 	return s.open(row)
 }
 
-// Payer returns an account as the payment service sees it, for background
+// Merchant returns an account as the payment service sees it, for background
 // work where no API key authenticated a caller.
-func (s *Service) Payer(ctx context.Context, id string) (payment.Account, error) {
+func (s *Service) Merchant(ctx context.Context, id string) (payment.Account, error) {
 	a, err := s.Get(ctx, id)
 	if err != nil {
 		return payment.Account{}, err
 	}
-	return a.Payer(), nil
+	return a.Merchant(), nil
 }
 
 func (s *Service) open(r Row) (Account, error) {

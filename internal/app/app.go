@@ -185,7 +185,7 @@ func (a *App) build(ctx context.Context) (err error) {
 	hooks := postgres.NewWebhookStore(a.DB)
 	a.Metrics = metrics.New(store.CountByStatus, func(ctx context.Context) (int64, time.Duration, error) {
 		return store.EventBacklog(ctx, cfg.Now())
-	}, store.EventFeedLag)
+	}, store.ServerFeedLag)
 	a.Metrics.Registry.MustRegister(a.DB.Collector())
 	prov := newProvider(cfg)
 	pstore := wrapStore(cfg, store)

@@ -213,7 +213,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	n, err := c.cfg.Reconciler.AttemptsNeedingAttention(ctx)
+	n, err := c.cfg.Reconciler.AttemptCountNeedingAttention(ctx)
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -25,7 +25,7 @@ func (s *Service) apply(ctx context.Context, acct payment.Account, n provider.Ev
 	if err != nil {
 		return "", err
 	}
-	pending, err := s.store.AttemptsUnresolvedByPayment(ctx, p.ID)
+	pending, err := s.store.AttemptListUnresolvedByPayment(ctx, p.ID)
 	if err != nil {
 		return "", err
 	}
@@ -56,13 +56,13 @@ func (s *Service) applyTx(ctx context.Context, tx Tx, acct payment.Account, paym
 	outcome := Ignored
 	var k waitingKey
 	if auth != nil && n.Intent != nil {
-		r, err := tx.KeyLockByAttempt(ctx, auth.ID)
+		r, err := tx.IdempotencyKeyGetByAttemptForUpdate(ctx, auth.ID)
 		if err != nil && !errors.Is(err, payment.ErrNotFound) {
 			return outcome, nil, err
 		}
 		k = waitingKey{rec: r, ok: err == nil}
 	}
-	p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
+	p, err := tx.PaymentGetByIDForUpdate(ctx, acct.ID, paymentID)
 	if err != nil {
 		return outcome, nil, err
 	}
@@ -129,7 +129,7 @@ func (s *Service) applyRefunded(ctx context.Context, tx Tx, p *payment.Payment, 
 	}
 	if total != p.AmountRefunded || p.ProviderAmountRefunded != before.ProviderAmountRefunded {
 		p.AmountRefunded, p.UpdatedAt = total, now
-		if err := tx.PaymentUpdate(ctx, p); err != nil {
+		if err := tx.PaymentUpdateState(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -145,9 +145,9 @@ func (s *Service) findPayment(ctx context.Context, acct payment.Account, n provi
 	if n.Intent != nil {
 		id = n.Intent.ID
 	}
-	p, err := s.store.PaymentByProviderID(ctx, acct.ID, id)
+	p, err := s.store.PaymentGetByProviderID(ctx, acct.ID, id)
 	if errors.Is(err, payment.ErrNotFound) && n.Intent != nil && n.Intent.Metadata["payment_id"] != "" {
-		return s.store.PaymentGet(ctx, acct.ID, n.Intent.Metadata["payment_id"])
+		return s.store.PaymentGetByID(ctx, acct.ID, n.Intent.Metadata["payment_id"])
 	}
 	return p, err
 }
@@ -215,7 +215,7 @@ func (s *Service) applyIntent(ctx context.Context, tx Tx, p *payment.Payment, n 
 	case payment.StatusDeclined:
 		p.FailureCode, p.FailureMessage = n.FailureCode, n.FailureMessage
 	}
-	if err := tx.PaymentUpdate(ctx, p); err != nil {
+	if err := tx.PaymentUpdateState(ctx, p); err != nil {
 		return err
 	}
 	s.payments.CountTransition(from, to)

@@ -45,9 +45,9 @@ type Tx interface {
 type Store interface {
 	// WithTx runs fn in one transaction, a Tx.
 	WithTx(ctx context.Context, fn func(payment.Tx) error) error
-	PaymentGet(ctx context.Context, accountID, id string) (*payment.Payment, error)
-	PaymentByProviderID(ctx context.Context, accountID, providerPaymentID string) (*payment.Payment, error)
-	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error)
+	PaymentGetByID(ctx context.Context, accountID, id string) (*payment.Payment, error)
+	PaymentGetByProviderID(ctx context.Context, accountID, providerPaymentID string) (*payment.Payment, error)
+	AttemptListUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error)
 }
 
 // ParseFunc verifies an event's signature with the account's secret and

@@ -160,11 +160,12 @@ type Store interface {
 	EventAccount(ctx context.Context, eventID string) (string, error)
 	// RedeliverAudited is Redeliver for any account's event, with its audit
 	// entry in the same transaction; it returns the event's account.
-	RedeliverAudited(ctx context.Context, eventID string, a AuditEntry) (string, error)
+	RedeliverAudited(ctx context.Context, eventID string, a DeliveryAuditEntry) (string, error)
 }
 
-// AuditEntry is an admin action on deliveries: who acted and why.
-type AuditEntry struct {
+// DeliveryAuditEntry is an admin action on merchant webhook deliveries:
+// who acted and why (a payment's own trail is payment.AuditEntry).
+type DeliveryAuditEntry struct {
 	At     time.Time
 	Actor  string
 	Action string
@@ -418,7 +419,7 @@ func (s *Service) AdminRedeliver(ctx context.Context, eventID, actor, reason str
 	if !strings.HasPrefix(eventID, "evt_") {
 		return "", payment.ErrNotFound
 	}
-	return s.store.RedeliverAudited(ctx, eventID, AuditEntry{At: s.now().UTC(), Actor: actor, Action: "event.redeliver", Reason: reason})
+	return s.store.RedeliverAudited(ctx, eventID, DeliveryAuditEntry{At: s.now().UTC(), Actor: actor, Action: "event.redeliver", Reason: reason})
 }
 
 // Matches reports whether an endpoint's enabled_events take a type.

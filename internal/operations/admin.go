@@ -29,11 +29,11 @@ type ProviderState struct {
 // the intent id we hold, or by a search on the payment id when we hold
 // none. It reads only; nothing is recorded.
 func (s *Service) ProviderState(ctx context.Context, paymentID string) (ProviderState, error) {
-	p, err := s.store.PaymentGetAny(ctx, paymentID)
+	p, err := s.store.PaymentGetAnyAccount(ctx, paymentID)
 	if err != nil {
 		return ProviderState{}, err
 	}
-	acct, err := s.accounts.Payer(ctx, p.AccountID)
+	acct, err := s.accounts.Merchant(ctx, p.AccountID)
 	if err != nil {
 		return ProviderState{}, err
 	}
@@ -67,11 +67,11 @@ func (s *Service) ProviderState(ctx context.Context, paymentID string) (Provider
 // AdminCancel is an operator's cancel of a payment of any account: the
 // merchant's cancel, with the same guards, audited with actor and reason.
 func (s *Service) AdminCancel(ctx context.Context, key, paymentID, actor, reason string) (idempotency.Answer, error) {
-	p, err := s.store.PaymentGetAny(ctx, paymentID)
+	p, err := s.store.PaymentGetAnyAccount(ctx, paymentID)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	acct, err := s.accounts.Payer(ctx, p.AccountID)
+	acct, err := s.accounts.Merchant(ctx, p.AccountID)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
@@ -87,7 +87,7 @@ type AdminView struct {
 
 // AdminGet returns a payment of any account with its attempts and audit.
 func (s *Service) AdminGet(ctx context.Context, id string) (*AdminView, error) {
-	p, err := s.store.PaymentGetAny(ctx, id)
+	p, err := s.store.PaymentGetAnyAccount(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func (s *Service) AuditWindow() time.Duration { return s.window }
 
 // GetDiscrepancy returns one discrepancy.
 func (s *Service) GetDiscrepancy(ctx context.Context, id string) (*payment.Discrepancy, error) {
-	return s.store.DiscrepancyGet(ctx, id)
+	return s.store.DiscrepancyGetByID(ctx, id)
 }
 
 // DiscrepancyPage is a page of the list; NextCursor continues it.
@@ -127,7 +127,7 @@ func (s *Service) Audit(ctx context.Context, since time.Duration) (AuditSummary,
 var errInFlight = errors.New("an operation of the payment is in flight")
 
 func (s *Service) auditOne(ctx context.Context, accts map[string]payment.Account, p *payment.Payment, sum *AuditSummary) error {
-	pending, err := s.store.AttemptsUnresolvedByPayment(ctx, p.ID)
+	pending, err := s.store.AttemptListUnresolvedByPayment(ctx, p.ID)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (s *Service) auditOne(ctx context.Context, accts map[string]payment.Account
 	}
 	acct, ok := accts[p.AccountID]
 	if !ok {
-		if acct, err = s.accounts.Payer(ctx, p.AccountID); err != nil {
+		if acct, err = s.accounts.Merchant(ctx, p.AccountID); err != nil {
 			return err
 		}
 		accts[p.AccountID] = acct
@@ -365,7 +365,7 @@ func (s *Service) adopt(ctx context.Context, tx payment.Tx, p *payment.Payment, 
 		return fmt.Errorf("payment: unknown discrepancy kind %q", kind)
 	}
 	p.UpdatedAt = now
-	if err := tx.PaymentUpdate(ctx, p); err != nil {
+	if err := tx.PaymentUpdateState(ctx, p); err != nil {
 		return err
 	}
 	if from != p.Status {

@@ -18,15 +18,15 @@ import (
 // Store is the persistence operations read and write beside the money
 // path's own.
 type Store interface {
-	// PaymentGetAny reads a payment of any account.
-	PaymentGetAny(ctx context.Context, id string) (*payment.Payment, error)
+	// PaymentGetAnyAccount reads a payment of any account.
+	PaymentGetAnyAccount(ctx context.Context, id string) (*payment.Payment, error)
 	// PaymentListStuck pages payments of any account in the given statuses
 	// by (updated_at, id), flagging those with an attempt unresolved since
 	// before alertBefore.
 	PaymentListStuck(ctx context.Context, q StuckQuery) ([]StuckPayment, error)
 	AttemptListByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error)
 	AuditListByPayment(ctx context.Context, paymentID string) ([]payment.AuditEntry, error)
-	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error)
+	AttemptListUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error)
 
 	// PaymentListFinalChanged pages final payments changed since a time.
 	PaymentListFinalChanged(ctx context.Context, since time.Time, after StuckCursor, limit int) ([]*payment.Payment, error)
@@ -34,7 +34,7 @@ type Store interface {
 	// one of its payment and kind (first_seen_at kept); false when an
 	// operator already resolved this exact difference.
 	DiscrepancyUpsert(ctx context.Context, d *payment.Discrepancy) (*payment.Discrepancy, bool, error)
-	DiscrepancyGet(ctx context.Context, id string) (*payment.Discrepancy, error)
+	DiscrepancyGetByID(ctx context.Context, id string) (*payment.Discrepancy, error)
 	DiscrepancyList(ctx context.Context, q DiscrepancyQuery) ([]*payment.Discrepancy, error)
 	DiscrepancyCountOpen(ctx context.Context) (int64, error)
 	// DiscrepancyClaim claims an open discrepancy for the resolve whose

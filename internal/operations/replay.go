@@ -15,11 +15,11 @@ import (
 // audited with actor, reason and the attempt it replaces. While the outcome
 // is still unknown it refuses: never a blind new attempt.
 func (s *Service) Replay(ctx context.Context, key, paymentID, actor, reason string) (idempotency.Answer, error) {
-	before, err := s.store.PaymentGetAny(ctx, paymentID)
+	before, err := s.store.PaymentGetAnyAccount(ctx, paymentID)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	acct, err := s.accounts.Payer(ctx, before.AccountID)
+	acct, err := s.accounts.Merchant(ctx, before.AccountID)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
@@ -67,7 +67,7 @@ func (rp *replaying) Answer(ctx context.Context, tx payment.Tx, p *payment.Payme
 // is unknown or the payment waits for the customer, and otherwise starts
 // the next authorization attempt on the same payment.
 func (rp *replaying) Start(ctx context.Context, tx payment.Tx, at payment.Reserved) (payment.Started, error) {
-	p, err := tx.PaymentLock(ctx, rp.acct.ID, at.PaymentID)
+	p, err := tx.PaymentGetByIDForUpdate(ctx, rp.acct.ID, at.PaymentID)
 	if err != nil {
 		return payment.Started{}, err
 	}
@@ -92,11 +92,11 @@ func (rp *replaying) Start(ctx context.Context, tx payment.Tx, at payment.Reserv
 // newAttempt moves a declined or failed payment back to processing with
 // its next authorization attempt.
 func (rp *replaying) newAttempt(ctx context.Context, tx payment.Tx, p *payment.Payment, at payment.Reserved) (payment.Started, error) {
-	last, err := tx.AttemptLatest(ctx, p.ID, payment.OpAuthorize)
+	last, err := tx.AttemptLatestByPayment(ctx, p.ID, payment.OpAuthorize)
 	if err != nil {
 		return payment.Started{}, err
 	}
-	n, err := tx.NextAttemptNumber(ctx, rp.acct.ID, p.OrderID, payment.OpAuthorize)
+	n, err := tx.AttemptNextNumber(ctx, rp.acct.ID, p.OrderID, payment.OpAuthorize)
 	if err != nil {
 		return payment.Started{}, err
 	}
@@ -113,7 +113,7 @@ func (rp *replaying) newAttempt(ctx context.Context, tx payment.Tx, p *payment.P
 	}
 	// The live-order index refuses this when the order has another
 	// live payment.
-	if err := tx.PaymentUpdate(ctx, p); err != nil {
+	if err := tx.PaymentUpdateState(ctx, p); err != nil {
 		return payment.Started{}, err
 	}
 	if err := payment.CheckOrderHeld(ctx, tx, rp.acct.ID, p.OrderID, payment.CodeOutcomeUnknown); err != nil {

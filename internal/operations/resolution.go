@@ -36,11 +36,11 @@ func (s *Service) Resolve(ctx context.Context, key, id string, r ResolveRequest)
 	default:
 		return idempotency.Answer{}, payment.InvalidField("action", "must be adopt_provider_state, refund or note")
 	}
-	dsc, err := s.store.DiscrepancyGet(ctx, id)
+	dsc, err := s.store.DiscrepancyGetByID(ctx, id)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	acct, err := s.accounts.Payer(ctx, dsc.AccountID)
+	acct, err := s.accounts.Merchant(ctx, dsc.AccountID)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
@@ -124,11 +124,11 @@ func (rs *resolving) Start(ctx context.Context, tx payment.Tx, at payment.Reserv
 	}
 	// Lock order everywhere: key, payment, discrepancy (as settling a
 	// refund takes them).
-	p, err := tx.PaymentLock(ctx, rs.acct.ID, at.PaymentID)
+	p, err := tx.PaymentGetByIDForUpdate(ctx, rs.acct.ID, at.PaymentID)
 	if err != nil {
 		return payment.Started{}, err
 	}
-	cur, err := dtx.DiscrepancyLock(ctx, rs.id)
+	cur, err := dtx.DiscrepancyGetByIDForUpdate(ctx, rs.id)
 	if err != nil {
 		return payment.Started{}, err
 	}
@@ -191,7 +191,7 @@ func (rs *resolving) startRefund(ctx context.Context, tx payment.Tx, dtx payment
 // AnswerPurged answers a key whose stored answer was purged: the
 // discrepancy as it is now.
 func (rs *resolving) AnswerPurged(ctx context.Context, _ idempotency.Record) (idempotency.Answer, error) {
-	cur, err := rs.s.store.DiscrepancyGet(ctx, rs.id)
+	cur, err := rs.s.store.DiscrepancyGetByID(ctx, rs.id)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}

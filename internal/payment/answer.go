@@ -59,7 +59,7 @@ func (s *Service) respond(ctx context.Context, tx Tx, p *Payment, a *Attempt) (i
 		}
 		return answerJSON(idempotency.KindCreated, p)
 	case OpRefund:
-		r, err := tx.RefundByAttempt(ctx, a.ID)
+		r, err := tx.RefundGetByAttempt(ctx, a.ID)
 		if err != nil {
 			return idempotency.Answer{}, err
 		}
@@ -105,7 +105,7 @@ func (s *Service) answer(ctx context.Context, rec idempotency.Record, d idempote
 		return idempotency.Answer{Kind: rec.ResponseKind, Body: rec.ResponseBody, Replayed: true}, nil
 	case idempotency.ReplayCurrent:
 		s.metrics.Idempotency(op, "replayed")
-		p, err := s.store.PaymentGet(ctx, rec.Scope.AccountID, rec.PaymentID)
+		p, err := s.store.PaymentGetByID(ctx, rec.Scope.AccountID, rec.PaymentID)
 		if err != nil {
 			return idempotency.Answer{}, err
 		}
@@ -156,5 +156,5 @@ func (s *Service) CompleteKey(ctx context.Context, tx Tx, rec idempotency.Record
 	if err != nil {
 		return err
 	}
-	return tx.KeyComplete(ctx, rec.ID, ans, now)
+	return tx.IdempotencyKeyComplete(ctx, rec.ID, ans, now)
 }

@@ -74,7 +74,7 @@ func (c *changing) amountOf() int64 { return c.amount }
 // or cancel still in flight, under the payment's lock: of two racing
 // operations exactly one reaches the provider.
 func (c *changing) Start(ctx context.Context, tx Tx, at Reserved) (Started, error) {
-	p, err := tx.PaymentLock(ctx, c.acct.ID, at.PaymentID)
+	p, err := tx.PaymentGetByIDForUpdate(ctx, c.acct.ID, at.PaymentID)
 	if err != nil {
 		return Started{}, err
 	}
@@ -88,14 +88,14 @@ func (c *changing) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 	default:
 		return Started{}, Errorf(CodeInvalidState, "the payment is %s; only an authorized payment can be %s", p.Status, pastTense(c.op))
 	}
-	busy, err := tx.AttemptsUnresolved(ctx, p.ID, OpCapture, OpCancel)
+	busy, err := tx.AttemptCountUnresolvedByPaymentOps(ctx, p.ID, OpCapture, OpCancel)
 	if err != nil {
 		return Started{}, err
 	}
 	if busy > 0 {
 		return Started{}, Errorf(CodeInvalidState, "another capture or cancel of this payment is in progress")
 	}
-	n, err := tx.NextAttemptNumber(ctx, c.acct.ID, p.OrderID, c.op)
+	n, err := tx.AttemptNextNumber(ctx, c.acct.ID, p.OrderID, c.op)
 	if err != nil {
 		return Started{}, err
 	}
@@ -123,7 +123,7 @@ func (r *refunding) amountOf() int64 { return r.amount }
 // Start refuses a refund of more than is still refundable, counting the
 // refunds in flight, under the payment's lock.
 func (r *refunding) Start(ctx context.Context, tx Tx, at Reserved) (Started, error) {
-	p, err := tx.PaymentLock(ctx, r.acct.ID, at.PaymentID)
+	p, err := tx.PaymentGetByIDForUpdate(ctx, r.acct.ID, at.PaymentID)
 	if err != nil {
 		return Started{}, err
 	}
@@ -149,7 +149,7 @@ func (r *refunding) Start(ctx context.Context, tx Tx, at Reserved) (Started, err
 // StartRefund writes a refund of a locked payment and the attempt that
 // sends it: the n-th refund of an order goes with {order}:estornar-v{n}.
 func (s *Service) StartRefund(ctx context.Context, tx Tx, p *Payment, attemptID string, amount int64, intentID string, now time.Time) (*Refund, *Attempt, error) {
-	n, err := tx.NextAttemptNumber(ctx, p.AccountID, p.OrderID, OpRefund)
+	n, err := tx.AttemptNextNumber(ctx, p.AccountID, p.OrderID, OpRefund)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -73,7 +73,7 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 // LiveOrderError names the payment that keeps an order from a second one.
 func (s *Service) LiveOrderError(ctx context.Context, accountID, orderID string) error {
 	e := Errorf(CodeOrderHasActivePayment, "order %s already has a payment that is in progress or succeeded", orderID)
-	if live, err := s.store.PaymentLiveByOrder(ctx, accountID, orderID); err == nil {
+	if live, err := s.store.PaymentGetLiveByOrder(ctx, accountID, orderID); err == nil {
 		e.PaymentID = live.ID
 	}
 	return e

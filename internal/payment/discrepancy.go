@@ -134,15 +134,15 @@ func (d *Discrepancy) resolutionJSON() *resolutionJSON {
 
 // DiscrepancyTx is what resolving needs of a transaction beyond Tx.
 type DiscrepancyTx interface {
-	DiscrepancyLock(ctx context.Context, id string) (*Discrepancy, error)
+	DiscrepancyGetByIDForUpdate(ctx context.Context, id string) (*Discrepancy, error)
 	// DiscrepancyResolve closes an open discrepancy; ErrNotFound when it is
 	// not open.
 	DiscrepancyResolve(ctx context.Context, id, actor string, action ResolveAction, now time.Time) (*Discrepancy, error)
 	// DiscrepancyStartRefund records the refund a resolve sent (status
 	// processing) and what the provider showed; it ends the claim.
 	DiscrepancyStartRefund(ctx context.Context, id string, r DiscrepancyResolution, adopt []byte, reason string) (*Discrepancy, error)
-	// DiscrepancyByRefund locks the discrepancy a refund was sent for;
+	// DiscrepancyByRefundForUpdate locks the discrepancy a refund was sent for;
 	// ErrNotFound for any other refund.
-	DiscrepancyByRefund(ctx context.Context, refundID string) (*Discrepancy, error)
+	DiscrepancyByRefundForUpdate(ctx context.Context, refundID string) (*Discrepancy, error)
 	DiscrepancySetResolutionStatus(ctx context.Context, id, status string) (*Discrepancy, error)
 }

@@ -87,12 +87,12 @@ func (s *Service) Events(ctx context.Context, accountID, after string, limit int
 		// The position a consumer passes back is what it has processed: the
 		// events after it are the backlog.
 		if pos != (FeedPosition{}) {
-			if err := s.store.EventsRead(ctx, accountID, pos); err != nil {
+			if err := s.store.AccountFeedCursorAdvance(ctx, accountID, pos); err != nil {
 				return Page{}, err
 			}
 		}
 	}
-	evs, err := s.store.EventsAfter(ctx, accountID, pos, limit+1)
+	evs, err := s.store.EventListAfter(ctx, accountID, pos, limit+1)
 	if err != nil {
 		return Page{}, err
 	}

@@ -111,7 +111,7 @@ func Done(p *Payment) Started { return Started{Kind: StartDone, Payment: p} }
 // attempt is taken over, never started again.
 func (s *Service) Execute(ctx context.Context, acct Account, k Key, m Mutation) (idempotency.Answer, error) {
 	recovering := false
-	rec, err := s.store.KeyGet(ctx, k.Scope)
+	rec, err := s.store.IdempotencyKeyGet(ctx, k.Scope)
 	switch {
 	case err == nil:
 		d := idempotency.Decide(rec, k.Fingerprint, s.clock())
@@ -213,9 +213,9 @@ func (s *Service) reserveTx(ctx context.Context, tx Tx, k Key, m Mutation) (rese
 	)
 	if n, isNumbered := m.(numbered); isNumbered {
 		orderID, op := n.numbered()
-		keyID, ok, at.NextAttempt, err = tx.KeyReserveNumbered(ctx, res, orderID, op)
+		keyID, ok, at.NextAttempt, err = tx.IdempotencyKeyReserveNumbered(ctx, res, orderID, op)
 	} else {
-		keyID, ok, err = tx.KeyReserve(ctx, res)
+		keyID, ok, err = tx.IdempotencyKeyReserve(ctx, res)
 	}
 	if err != nil {
 		return reserved{}, err
@@ -232,14 +232,14 @@ func (s *Service) reserveTx(ctx context.Context, tx Tx, k Key, m Mutation) (rese
 			mutation: m, actor: actorOf(ctx)}}, nil
 	}
 	// The attempt id reserved with the key was never written.
-	if err := tx.KeyDetachAttempt(ctx, keyID); err != nil {
+	if err := tx.IdempotencyKeyDetachAttempt(ctx, keyID); err != nil {
 		return reserved{}, err
 	}
 	ans, err := m.Answer(ctx, tx, st.Payment, nil)
 	if err != nil {
 		return reserved{}, err
 	}
-	return reserved{kind: reservedAnswered, answer: ans}, tx.KeyComplete(ctx, keyID, ans, at.Now)
+	return reserved{kind: reservedAnswered, answer: ans}, tx.IdempotencyKeyComplete(ctx, keyID, ans, at.Now)
 }
 
 // takeOver handles a key another request reserved first. Unless it is to be
@@ -249,18 +249,18 @@ func (s *Service) reserveTx(ctx context.Context, tx Tx, k Key, m Mutation) (rese
 // current state; while the reconciler holds the attempt, the caller is told
 // to retry.
 func (s *Service) takeOver(ctx context.Context, tx Tx, k Key, m Mutation, now time.Time) (reserved, error) {
-	rec, err := tx.KeyLock(ctx, k.Scope)
+	rec, err := tx.IdempotencyKeyGetForUpdate(ctx, k.Scope)
 	if err != nil {
 		return reserved{}, err
 	}
 	if d := idempotency.Decide(rec, k.Fingerprint, now); d != idempotency.Recover {
 		return reserved{kind: reservedKnown, record: rec, decision: d}, nil
 	}
-	p, err := tx.PaymentLock(ctx, rec.Scope.AccountID, rec.PaymentID)
+	p, err := tx.PaymentGetByIDForUpdate(ctx, rec.Scope.AccountID, rec.PaymentID)
 	if err != nil {
 		return reserved{}, err
 	}
-	a, err := tx.AttemptGet(ctx, rec.AttemptID)
+	a, err := tx.AttemptGetByID(ctx, rec.AttemptID)
 	if err != nil {
 		return reserved{}, err
 	}
@@ -269,13 +269,13 @@ func (s *Service) takeOver(ctx context.Context, tx Tx, k Key, m Mutation, now ti
 		if err != nil {
 			return reserved{}, err
 		}
-		return reserved{kind: reservedAnswered, answer: ans}, tx.KeyComplete(ctx, rec.ID, ans, now)
+		return reserved{kind: reservedAnswered, answer: ans}, tx.IdempotencyKeyComplete(ctx, rec.ID, ans, now)
 	}
 	if a.LeaseExpiresAt != nil && now.Before(*a.LeaseExpiresAt) {
 		return reserved{}, errInUse
 	}
 	until := now.Add(s.lease)
-	if err := tx.KeyTakeLease(ctx, rec.ID, until, now); err != nil {
+	if err := tx.IdempotencyKeyTakeLease(ctx, rec.ID, until, now); err != nil {
 		return reserved{}, err
 	}
 	if err := tx.AttemptSetLease(ctx, a.ID, until, now); err != nil {
@@ -310,7 +310,7 @@ type settled struct {
 func (s *Service) settle(ctx context.Context, acct Account, w work, out Outcome) (settled, error) {
 	return settleTx(ctx, s, w.attempt, func(ctx context.Context, tx Tx) (settled, error) {
 		now := s.clock()
-		rec, p, a, err := tx.KeyLockForSettle(ctx, w.scope, w.payment.ID, w.attempt.ID)
+		rec, p, a, err := tx.IdempotencyKeyGetForUpdateWithPayment(ctx, w.scope, w.payment.ID, w.attempt.ID)
 		if err != nil {
 			return settled{}, err
 		}
@@ -328,9 +328,9 @@ func (s *Service) settle(ctx context.Context, acct Account, w work, out Outcome)
 			return settled{}, err
 		}
 		if a.Status.Answered() {
-			err = tx.KeyComplete(ctx, rec.ID, ans, now)
+			err = tx.IdempotencyKeyComplete(ctx, rec.ID, ans, now)
 		} else {
-			err = tx.KeyMarkUnknown(ctx, rec.ID, now)
+			err = tx.IdempotencyKeyMarkUnknown(ctx, rec.ID, now)
 		}
 		return settled{answer: ans, payment: p}, err
 	})
@@ -422,16 +422,16 @@ func (s *Service) SettleClaimed(ctx context.Context, acct Account, a *Attempt, o
 	also func(ctx context.Context, tx Tx, r Recorded) error) (Recorded, error) {
 	r, err := settleTx(ctx, s, a, func(ctx context.Context, tx Tx) (Recorded, error) {
 		now := s.clock()
-		rec, err := tx.KeyLockByAttempt(ctx, a.ID)
+		rec, err := tx.IdempotencyKeyGetByAttemptForUpdate(ctx, a.ID)
 		hasKey := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return Recorded{}, err
 		}
-		p, err := tx.PaymentLock(ctx, acct.ID, a.PaymentID)
+		p, err := tx.PaymentGetByIDForUpdate(ctx, acct.ID, a.PaymentID)
 		if err != nil {
 			return Recorded{}, err
 		}
-		cur, err := tx.AttemptGet(ctx, a.ID)
+		cur, err := tx.AttemptGetByID(ctx, a.ID)
 		if err != nil {
 			return Recorded{}, err
 		}

@@ -48,7 +48,7 @@ func (s *Service) ArmRelease(ctx context.Context, tx Tx, p *Payment, op Operatio
 }
 
 func (s *Service) insertRelease(ctx context.Context, tx Tx, p *Payment, intentID, actor string, now time.Time) error {
-	n, err := tx.NextAttemptNumber(ctx, p.AccountID, p.OrderID, OpCancel)
+	n, err := tx.AttemptNextNumber(ctx, p.AccountID, p.OrderID, OpCancel)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Service) SendReleases(ctx context.Context, acct Account, p *Payment, ac
 	if p == nil || (p.Status != StatusDeclined && p.Status != StatusFailed) {
 		return
 	}
-	pending, err := s.store.AttemptsUnresolvedByPayment(ctx, p.ID)
+	pending, err := s.store.AttemptListUnresolvedByPayment(ctx, p.ID)
 	if err != nil {
 		s.log.WarnContext(ctx, "release not sent; the reconciler will send it",
 			slog.String("payment_id", p.ID), slog.String("error", err.Error()))
@@ -104,13 +104,13 @@ func (s *Service) SendReleases(ctx context.Context, acct Account, p *Payment, ac
 		// key was never sent, so this is its first send.
 		first := a.Status == AttemptProcessing && a.LeaseExpiresAt == nil && a.ReconcileTries == 0
 		now := s.clock()
-		claimed, err := s.store.AttemptClaim(ctx, a.ID, now, now.Add(s.ClaimLease()))
+		claimed, err := s.store.AttemptClaimByID(ctx, a.ID, now, now.Add(s.ClaimLease()))
 		if err != nil {
 			continue // another path holds it, or the database is away: the reconciler owns it
 		}
 		out := s.CallProvider(ctx, acct, p, claimed, !first)
 		_ = s.settleAttempt(ctx, claimed, func(ctx context.Context, tx Tx) error {
-			cur, err := tx.PaymentLock(ctx, acct.ID, claimed.PaymentID)
+			cur, err := tx.PaymentGetByIDForUpdate(ctx, acct.ID, claimed.PaymentID)
 			if err != nil {
 				return err
 			}
@@ -133,7 +133,7 @@ func orderHeld(paymentID string) *Error {
 // waited for the transaction recording a decline, so its snapshot sees the
 // release armed there.
 func CheckOrderHeld(ctx context.Context, tx Tx, accountID, orderID string, code Code) error {
-	held, err := tx.OrderHeldBy(ctx, accountID, orderID)
+	held, err := tx.AttemptCancelHoldingOrder(ctx, accountID, orderID)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}

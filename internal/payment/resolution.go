@@ -41,11 +41,11 @@ func (ar answerResolution) Answer(ctx context.Context, tx Tx, p *Payment, a *Att
 		err error
 	)
 	if ar.id != "" {
-		cur, err = dtx.DiscrepancyLock(ctx, ar.id)
+		cur, err = dtx.DiscrepancyGetByIDForUpdate(ctx, ar.id)
 	} else if a != nil {
 		var r *Refund
-		if r, err = tx.RefundByAttempt(ctx, a.ID); err == nil {
-			cur, err = dtx.DiscrepancyByRefund(ctx, r.ID)
+		if r, err = tx.RefundGetByAttempt(ctx, a.ID); err == nil {
+			cur, err = dtx.DiscrepancyByRefundForUpdate(ctx, r.ID)
 		}
 	} else {
 		err = errors.New("payment: a resolve's answer needs its discrepancy")
@@ -72,11 +72,11 @@ func (s *Service) settleDiscrepancy(ctx context.Context, tx Tx, p *Payment, a *A
 	if !ok || a.Operation != OpRefund {
 		return nil
 	}
-	r, err := tx.RefundByAttempt(ctx, a.ID)
+	r, err := tx.RefundGetByAttempt(ctx, a.ID)
 	if err != nil {
 		return err
 	}
-	dsc, err := dtx.DiscrepancyByRefund(ctx, r.ID)
+	dsc, err := dtx.DiscrepancyByRefundForUpdate(ctx, r.ID)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
@@ -123,7 +123,7 @@ func (s *Service) adoptShown(ctx context.Context, tx Tx, p *Payment, dsc *Discre
 	if p.ProviderPaymentID == "" {
 		p.ProviderPaymentID = shown.IntentID
 	}
-	if err := tx.PaymentUpdate(ctx, p); err != nil {
+	if err := tx.PaymentUpdateState(ctx, p); err != nil {
 		return err
 	}
 	res := dsc.Resolution

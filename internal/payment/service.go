@@ -15,7 +15,7 @@ import (
 // Accounts resolves an account's provider credentials for background work
 // (reconciler, operations), where no API key authenticated a caller.
 type Accounts interface {
-	Payer(ctx context.Context, accountID string) (Account, error)
+	Merchant(ctx context.Context, accountID string) (Account, error)
 }
 
 // Account is the caller: its id scopes every read and write, its
@@ -130,7 +130,7 @@ func NewClock(now func() time.Time) Clock {
 
 // Get returns one of the account's payments.
 func (s *Service) Get(ctx context.Context, accountID, id string) (*Payment, error) {
-	return s.store.PaymentGet(ctx, accountID, id)
+	return s.store.PaymentGetByID(ctx, accountID, id)
 }
 
 // ListByOrder returns the account's payments for an order, oldest first.

@@ -64,7 +64,7 @@ type facts struct {
 // audit entry and the event(s). An attempt already resolved by another
 // path is left alone. It returns the attempt as stored.
 func (s *Service) Apply(ctx context.Context, tx Tx, p *Payment, attemptID string, out Outcome, actor string, now time.Time) (*Attempt, error) {
-	a, err := tx.AttemptGet(ctx, attemptID)
+	a, err := tx.AttemptGetByID(ctx, attemptID)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (s *Service) applyTo(ctx context.Context, tx Tx, p *Payment, a *Attempt, ou
 	}
 	f := facts{Now: now, Actor: actor, Wait: s.waitPolicy()}
 	if a.Operation == OpRefund {
-		if f.Refund, err = tx.RefundByAttempt(ctx, a.ID); err != nil {
+		if f.Refund, err = tx.RefundGetByAttempt(ctx, a.ID); err != nil {
 			return nil, err
 		}
 		if f.RefundedSum, err = tx.RefundSumSucceeded(ctx, p.ID); err != nil {
@@ -102,7 +102,7 @@ func (s *Service) writeTransition(ctx context.Context, tx Tx, p *Payment, t Tran
 		return nil
 	}
 	if t.Refund != nil {
-		if err := tx.RefundUpdate(ctx, t.Refund); err != nil {
+		if err := tx.RefundUpdateOutcome(ctx, t.Refund); err != nil {
 			return err
 		}
 	}
@@ -121,7 +121,7 @@ func (s *Service) writeTransition(ctx context.Context, tx Tx, p *Payment, t Tran
 			return err
 		}
 	} else {
-		if err := tx.PaymentUpdate(ctx, t.Payment); err != nil {
+		if err := tx.PaymentUpdateState(ctx, t.Payment); err != nil {
 			return err
 		}
 		*p = *t.Payment

@@ -140,7 +140,7 @@ func (s *Service) Expire(ctx context.Context, acct Account, paymentID, actor str
 	err := s.store.WithTx(ctx, func(tx Tx) error {
 		now := s.clock()
 		var err error
-		p, err = tx.PaymentLock(ctx, acct.ID, paymentID)
+		p, err = tx.PaymentGetByIDForUpdate(ctx, acct.ID, paymentID)
 		if err != nil {
 			return err
 		}
@@ -148,12 +148,12 @@ func (s *Service) Expire(ctx context.Context, acct Account, paymentID, actor str
 		if p.Status != StatusRequiresAction || p.ProviderPaymentID == "" || !(due || lapsed) {
 			return nil
 		}
-		busy, err := tx.AttemptsUnresolved(ctx, p.ID, OpCapture, OpCancel)
+		busy, err := tx.AttemptCountUnresolvedByPaymentOps(ctx, p.ID, OpCapture, OpCancel)
 		if err != nil || busy > 0 {
 			// A cancel already on its way decides it.
 			return err
 		}
-		n, err := tx.NextAttemptNumber(ctx, acct.ID, p.OrderID, OpCancel)
+		n, err := tx.AttemptNextNumber(ctx, acct.ID, p.OrderID, OpCancel)
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func (s *Service) Expire(ctx context.Context, acct Account, paymentID, actor str
 	out := s.CallProvider(ctx, acct, p, a, false)
 	var st Status
 	err = s.settleAttempt(ctx, a, func(ctx context.Context, tx Tx) error {
-		p, err := tx.PaymentLock(ctx, acct.ID, paymentID)
+		p, err := tx.PaymentGetByIDForUpdate(ctx, acct.ID, paymentID)
 		if err != nil {
 			return err
 		}
@@ -191,7 +191,7 @@ func (s *Service) Expire(ctx context.Context, acct Account, paymentID, actor str
 // closeWaiting resolves the waiting authorization of a payment that another
 // operation (a cancel, its expiry) has made final, so nobody polls it.
 func closeWaiting(ctx context.Context, tx Tx, p *Payment, now time.Time) error {
-	a, err := tx.AttemptLatest(ctx, p.ID, OpAuthorize)
+	a, err := tx.AttemptLatestByPayment(ctx, p.ID, OpAuthorize)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}

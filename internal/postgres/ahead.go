@@ -50,11 +50,11 @@ func take[T any](a **answer[T], fresh, match bool) (*answer[T], bool) {
 // next statement, in this order and nothing in between: they are sent with
 // that statement, in one round trip, and the calls are answered from them.
 type reads struct {
-	// nextAttempt: NextAttemptNumber of an order's operation.
+	// nextAttempt: AttemptNextNumber of an order's operation.
 	nextAttempt *dbsqlc.AttemptNextNumberParams
-	// lockPayment: PaymentLock of a payment.
+	// lockPayment: PaymentGetByIDForUpdate of a payment.
 	lockPayment *dbsqlc.PaymentGetByIDForUpdateParams
-	// attempt: AttemptGet of this attempt id.
+	// attempt: AttemptGetByID of this attempt id.
 	attempt string
 }
 

@@ -39,8 +39,8 @@ func (s *PaymentStore) DiscrepancyUpsert(ctx context.Context, d *payment.Discrep
 	return discrepancyFromRow(row), true, nil
 }
 
-// DiscrepancyGet reads one discrepancy.
-func (s *PaymentStore) DiscrepancyGet(ctx context.Context, id string) (*payment.Discrepancy, error) {
+// DiscrepancyGetByID reads one discrepancy.
+func (s *PaymentStore) DiscrepancyGetByID(ctx context.Context, id string) (*payment.Discrepancy, error) {
 	row, err := s.db.q.DiscrepancyGetByID(ctx, id)
 	if err != nil {
 		return nil, translate(err)
@@ -68,7 +68,7 @@ func (s *PaymentStore) DiscrepancyCountOpen(ctx context.Context) (int64, error) 
 	return n, translate(err)
 }
 
-func (t *paymentTx) DiscrepancyLock(ctx context.Context, id string) (*payment.Discrepancy, error) {
+func (t *paymentTx) DiscrepancyGetByIDForUpdate(ctx context.Context, id string) (*payment.Discrepancy, error) {
 	row, err := t.q.DiscrepancyGetByIDForUpdate(ctx, id)
 	if err != nil {
 		return nil, translate(err)
@@ -101,7 +101,7 @@ func (t *paymentTx) DiscrepancyStartRefund(ctx context.Context, id string, r pay
 	return discrepancyFromRow(row), nil
 }
 
-func (t *paymentTx) DiscrepancyByRefund(ctx context.Context, refundID string) (*payment.Discrepancy, error) {
+func (t *paymentTx) DiscrepancyByRefundForUpdate(ctx context.Context, refundID string) (*payment.Discrepancy, error) {
 	row, err := t.q.DiscrepancyByRefundForUpdate(ctx, &refundID)
 	if err != nil {
 		return nil, translate(err)

@@ -26,7 +26,7 @@ func TestDemotedPrimary(t *testing.T) {
 	reg.MustRegister(b.db.Collector())
 	lock := func() error {
 		return store.WithTx(ctx, func(tx payment.Tx) error {
-			_, err := tx.PaymentLock(ctx, b.payment.AccountID, b.payment.ID)
+			_, err := tx.PaymentGetByIDForUpdate(ctx, b.payment.AccountID, b.payment.ID)
 			return err
 		})
 	}

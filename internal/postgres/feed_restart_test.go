@@ -75,7 +75,7 @@ func TestFeedAcrossMigrationAndRestart(t *testing.T) {
 		}
 		deadline := time.Now().Add(time.Minute)
 		for {
-			evs, err := store.EventsAfter(ctx, "acct_1", pos, 100)
+			evs, err := store.EventListAfter(ctx, "acct_1", pos, 100)
 			if err != nil {
 				if time.Now().After(deadline) {
 					t.Fatalf("read the feed: %v", err)
@@ -113,7 +113,7 @@ func TestFeedAcrossMigrationAndRestart(t *testing.T) {
 				return err
 			}
 			// A read sends the queued writes to the server.
-			if _, err := tx.PaymentLock(ctx, "acct_1", p.ID); err != nil {
+			if _, err := tx.PaymentGetByIDForUpdate(ctx, "acct_1", p.ID); err != nil {
 				return err
 			}
 			if hold != nil {

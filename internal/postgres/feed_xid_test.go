@@ -27,7 +27,7 @@ type xidConsumer struct {
 // poll reads one page and returns how many events it held.
 func (c *xidConsumer) poll(ctx context.Context, t *testing.T, store *postgres.PaymentStore) int {
 	t.Helper()
-	evs, err := store.EventsAfter(ctx, "acct_1", c.cursor, c.limit)
+	evs, err := store.EventListAfter(ctx, "acct_1", c.cursor, c.limit)
 	if err != nil {
 		t.Errorf("limit %d: read the feed: %v", c.limit, err)
 		return 0

@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// PaymentGetAny reads a payment of any account.
-func (s *PaymentStore) PaymentGetAny(ctx context.Context, id string) (*payment.Payment, error) {
+// PaymentGetAnyAccount reads a payment of any account.
+func (s *PaymentStore) PaymentGetAnyAccount(ctx context.Context, id string) (*payment.Payment, error) {
 	row, err := s.db.q.PaymentGetAnyAccount(ctx, id)
 	if err != nil {
 		return nil, translate(err)
@@ -55,9 +55,9 @@ func (s *PaymentStore) AttemptListByPayment(ctx context.Context, paymentID strin
 	return attemptsFromRows(rows), translate(err)
 }
 
-// AttemptsUnresolvedByPayment lists a payment's attempts whose outcome is
+// AttemptListUnresolvedByPayment lists a payment's attempts whose outcome is
 // not known.
-func (s *PaymentStore) AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error) {
+func (s *PaymentStore) AttemptListUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error) {
 	rows, err := s.db.q.AttemptListUnresolvedByPayment(ctx, paymentID)
 	return attemptsFromRows(rows), translate(err)
 }
@@ -101,15 +101,15 @@ func (s *PaymentStore) AttemptClaimNext(ctx context.Context, due reconcile.Due, 
 	return a, err
 }
 
-// AttemptsNeedingAttention counts unresolved attempts created before
+// AttemptCountNeedingAttention counts unresolved attempts created before
 // createdBefore.
-func (s *PaymentStore) AttemptsNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error) {
+func (s *PaymentStore) AttemptCountNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error) {
 	n, err := s.db.q.AttemptCountNeedingAttention(ctx, createdBefore)
 	return int(n), translate(err)
 }
 
-// AttemptClaim leases one unresolved attempt nobody holds.
-func (s *PaymentStore) AttemptClaim(ctx context.Context, id string, now, leaseUntil time.Time) (*payment.Attempt, error) {
+// AttemptClaimByID leases one unresolved attempt nobody holds.
+func (s *PaymentStore) AttemptClaimByID(ctx context.Context, id string, now, leaseUntil time.Time) (*payment.Attempt, error) {
 	row, err := s.db.q.AttemptClaimByID(ctx, dbsqlc.AttemptClaimByIDParams{ID: id, Now: &now, LeaseUntil: &leaseUntil})
 	if err != nil {
 		return nil, translate(err)
@@ -117,12 +117,12 @@ func (s *PaymentStore) AttemptClaim(ctx context.Context, id string, now, leaseUn
 	return attemptFromRow(row), nil
 }
 
-// RefundByAttempt reads the refund an attempt sends.
-func (s *PaymentStore) RefundByAttempt(ctx context.Context, attemptID string) (*payment.Refund, error) {
+// RefundGetByAttempt reads the refund an attempt sends.
+func (s *PaymentStore) RefundGetByAttempt(ctx context.Context, attemptID string) (*payment.Refund, error) {
 	return refundByAttempt(ctx, s.db.q, attemptID)
 }
 
-func (t *paymentTx) KeyLockByAttempt(ctx context.Context, attemptID string) (idempotency.Record, error) {
+func (t *paymentTx) IdempotencyKeyGetByAttemptForUpdate(ctx context.Context, attemptID string) (idempotency.Record, error) {
 	row, err := t.q.IdempotencyKeyGetByAttemptForUpdate(ctx, &attemptID)
 	if err != nil {
 		return idempotency.Record{}, translate(err)
@@ -130,7 +130,7 @@ func (t *paymentTx) KeyLockByAttempt(ctx context.Context, attemptID string) (ide
 	return keyFromRow(row), nil
 }
 
-func (t *paymentTx) AttemptLatest(ctx context.Context, paymentID string, op payment.Operation) (*payment.Attempt, error) {
+func (t *paymentTx) AttemptLatestByPayment(ctx context.Context, paymentID string, op payment.Operation) (*payment.Attempt, error) {
 	row, err := t.q.AttemptLatestByPayment(ctx, dbsqlc.AttemptLatestByPaymentParams{PaymentID: paymentID, Operation: string(op)})
 	if err != nil {
 		return nil, translate(err)
@@ -138,7 +138,7 @@ func (t *paymentTx) AttemptLatest(ctx context.Context, paymentID string, op paym
 	return attemptFromRow(row), nil
 }
 
-func (t *paymentTx) AttemptsUnresolved(ctx context.Context, paymentID string, ops ...payment.Operation) (int, error) {
+func (t *paymentTx) AttemptCountUnresolvedByPaymentOps(ctx context.Context, paymentID string, ops ...payment.Operation) (int, error) {
 	names := make([]string, len(ops))
 	for i, op := range ops {
 		names[i] = string(op)
@@ -147,7 +147,7 @@ func (t *paymentTx) AttemptsUnresolved(ctx context.Context, paymentID string, op
 	return int(n), translate(err)
 }
 
-func (t *paymentTx) OrderHeldBy(ctx context.Context, accountID, orderID string) (string, error) {
+func (t *paymentTx) AttemptCancelHoldingOrder(ctx context.Context, accountID, orderID string) (string, error) {
 	id, err := t.q.AttemptCancelHoldingOrder(ctx, dbsqlc.AttemptCancelHoldingOrderParams{AccountID: accountID, OrderID: orderID})
 	return id, translate(err)
 }
@@ -158,7 +158,7 @@ func (t *paymentTx) RefundInsert(ctx context.Context, r *payment.Refund) error {
 	return translate(err)
 }
 
-func (t *paymentTx) RefundByAttempt(ctx context.Context, attemptID string) (*payment.Refund, error) {
+func (t *paymentTx) RefundGetByAttempt(ctx context.Context, attemptID string) (*payment.Refund, error) {
 	return refundByAttempt(ctx, t.q, attemptID)
 }
 
@@ -172,7 +172,7 @@ func (t *paymentTx) RefundSumSucceeded(ctx context.Context, paymentID string) (i
 	return n, translate(err)
 }
 
-func (t *paymentTx) RefundUpdate(ctx context.Context, r *payment.Refund) error {
+func (t *paymentTx) RefundUpdateOutcome(ctx context.Context, r *payment.Refund) error {
 	_, err := t.q.RefundUpdateOutcome(ctx, dbsqlc.RefundUpdateOutcomeParams{ID: r.ID, Status: string(r.Status),
 		ProviderRefundID: strPtr(r.ProviderRefundID), Now: r.UpdatedAt})
 	return translate(err)
@@ -195,9 +195,9 @@ func attemptsFromRows(rows []dbsqlc.Attempt) []*payment.Attempt {
 	return out
 }
 
-// EventsAfter reads an account's events after a position, in (xid, seq)
+// EventListAfter reads an account's events after a position, in (xid, seq)
 // order, below the horizon of running transactions.
-func (s *PaymentStore) EventsAfter(ctx context.Context, accountID string, after payment.FeedPosition, limit int) ([]payment.FeedEvent, error) {
+func (s *PaymentStore) EventListAfter(ctx context.Context, accountID string, after payment.FeedPosition, limit int) ([]payment.FeedEvent, error) {
 	rows, err := s.db.q.EventListAfter(ctx, dbsqlc.EventListAfterParams{AccountID: accountID,
 		AfterXid: strconv.FormatUint(after.Xid, 10), AfterSeq: after.Seq, MaxRows: int32(limit)})
 	if err != nil {
@@ -214,8 +214,8 @@ func (s *PaymentStore) EventsAfter(ctx context.Context, accountID string, after 
 	return out, nil
 }
 
-// PaymentByProviderID finds the account's payment of a provider object.
-func (s *PaymentStore) PaymentByProviderID(ctx context.Context, accountID, providerPaymentID string) (*payment.Payment, error) {
+// PaymentGetByProviderID finds the account's payment of a provider object.
+func (s *PaymentStore) PaymentGetByProviderID(ctx context.Context, accountID, providerPaymentID string) (*payment.Payment, error) {
 	row, err := s.db.q.PaymentGetByProviderID(ctx, dbsqlc.PaymentGetByProviderIDParams{AccountID: accountID, ProviderPaymentID: &providerPaymentID})
 	if err != nil {
 		return nil, translate(err)
@@ -237,9 +237,9 @@ func (t *paymentTx) ProviderEventReceiptInsert(ctx context.Context, r inbound.Re
 	return err == nil, translate(err)
 }
 
-// EventsRead records the cursor an account's consumer passed back.
-func (s *PaymentStore) EventsRead(ctx context.Context, accountID string, pos payment.FeedPosition) error {
-	return translate(s.db.q.AccountEventsRead(ctx, dbsqlc.AccountEventsReadParams{ID: accountID,
+// AccountFeedCursorAdvance records the cursor an account's consumer passed back.
+func (s *PaymentStore) AccountFeedCursorAdvance(ctx context.Context, accountID string, pos payment.FeedPosition) error {
+	return translate(s.db.q.AccountFeedCursorAdvance(ctx, dbsqlc.AccountFeedCursorAdvanceParams{ID: accountID,
 		Xid: strconv.FormatUint(pos.Xid, 10), Seq: pos.Seq}))
 }
 
@@ -253,9 +253,9 @@ func (s *PaymentStore) EventBacklog(ctx context.Context, now time.Time) (int64, 
 	return r.Unread, time.Duration(r.OldestAgeSeconds * float64(time.Second)), nil
 }
 
-// EventFeedLag is how long the events feed may lag commits right now: the
+// ServerFeedLag is how long the events feed may lag commits right now: the
 // age of the oldest transaction that holds its horizon back.
-func (s *PaymentStore) EventFeedLag(ctx context.Context) (time.Duration, error) {
+func (s *PaymentStore) ServerFeedLag(ctx context.Context) (time.Duration, error) {
 	secs, err := s.db.q.ServerFeedLag(ctx)
 	if err != nil {
 		return 0, translate(err)

@@ -29,8 +29,8 @@ func (s *PaymentStore) WithTx(ctx context.Context, fn func(payment.Tx) error) er
 	})
 }
 
-// KeyGet reads a key record without a lock: the replay fast path.
-func (s *PaymentStore) KeyGet(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
+// IdempotencyKeyGet reads a key record without a lock: the replay fast path.
+func (s *PaymentStore) IdempotencyKeyGet(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
 	row, err := s.db.q.IdempotencyKeyGet(ctx, dbsqlc.IdempotencyKeyGetParams{
 		AccountID: sc.AccountID, Operation: sc.Operation, KeyHash: sc.KeyHash})
 	if err != nil {
@@ -39,8 +39,8 @@ func (s *PaymentStore) KeyGet(ctx context.Context, sc idempotency.Scope) (idempo
 	return keyFromRow(row), nil
 }
 
-// PaymentGet returns one of the account's payments.
-func (s *PaymentStore) PaymentGet(ctx context.Context, accountID, id string) (*payment.Payment, error) {
+// PaymentGetByID returns one of the account's payments.
+func (s *PaymentStore) PaymentGetByID(ctx context.Context, accountID, id string) (*payment.Payment, error) {
 	row, err := s.db.q.PaymentGetByID(ctx, dbsqlc.PaymentGetByIDParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return nil, translate(err)
@@ -58,8 +58,8 @@ func (s *PaymentStore) PaymentListByOrder(ctx context.Context, accountID, orderI
 	return paymentsFromRows(rows)
 }
 
-// PaymentLiveByOrder returns the order's live payment.
-func (s *PaymentStore) PaymentLiveByOrder(ctx context.Context, accountID, orderID string) (*payment.Payment, error) {
+// PaymentGetLiveByOrder returns the order's live payment.
+func (s *PaymentStore) PaymentGetLiveByOrder(ctx context.Context, accountID, orderID string) (*payment.Payment, error) {
 	row, err := s.db.q.PaymentGetLiveByOrder(ctx, dbsqlc.PaymentGetLiveByOrderParams{AccountID: accountID, OrderID: orderID})
 	if err != nil {
 		return nil, translate(err)
@@ -73,7 +73,7 @@ type paymentTx struct {
 	river *River
 	ahead ahead
 	// locked holds the version of each payment this transaction locked
-	// (PaymentLock), kept current through its own updates: under the lock
+	// (PaymentGetByIDForUpdate), kept current through its own updates: under the lock
 	// nobody else changes it.
 	locked map[string]int64
 }
@@ -85,7 +85,7 @@ func (t *paymentTx) lockedAt(id string, version int64) {
 	t.locked[id] = version
 }
 
-func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (int64, bool, error) {
+func (t *paymentTx) IdempotencyKeyReserve(ctx context.Context, r payment.Reservation) (int64, bool, error) {
 	t.endpointsAhead(r.Scope.AccountID)
 	row, err := t.q.IdempotencyKeyReserve(ctx, dbsqlc.IdempotencyKeyReserveParams{
 		AccountID: r.Scope.AccountID, Operation: r.Scope.Operation, KeyHash: r.Scope.KeyHash,
@@ -99,31 +99,31 @@ func (t *paymentTx) KeyReserve(ctx context.Context, r payment.Reservation) (int6
 	return row.ID, err == nil, translate(err)
 }
 
-func (t *paymentTx) KeyReserveNumbered(ctx context.Context, r payment.Reservation, orderID string, op payment.Operation) (int64, bool, int, error) {
+func (t *paymentTx) IdempotencyKeyReserveNumbered(ctx context.Context, r payment.Reservation, orderID string, op payment.Operation) (int64, bool, int, error) {
 	t.readAhead(reads{nextAttempt: &dbsqlc.AttemptNextNumberParams{AccountID: r.Scope.AccountID, OrderID: orderID, Operation: string(op)}})
-	id, ok, err := t.KeyReserve(ctx, r)
+	id, ok, err := t.IdempotencyKeyReserve(ctx, r)
 	if err != nil || !ok {
 		return id, ok, 0, err
 	}
-	n, err := t.NextAttemptNumber(ctx, r.Scope.AccountID, orderID, op)
+	n, err := t.AttemptNextNumber(ctx, r.Scope.AccountID, orderID, op)
 	return id, ok, n, err
 }
 
-func (t *paymentTx) KeyLockForSettle(ctx context.Context, sc idempotency.Scope, paymentID, attemptID string) (idempotency.Record, *payment.Payment, *payment.Attempt, error) {
+func (t *paymentTx) IdempotencyKeyGetForUpdateWithPayment(ctx context.Context, sc idempotency.Scope, paymentID, attemptID string) (idempotency.Record, *payment.Payment, *payment.Attempt, error) {
 	t.readAhead(reads{lockPayment: &dbsqlc.PaymentGetByIDForUpdateParams{AccountID: sc.AccountID, ID: paymentID}, attempt: attemptID})
-	rec, err := t.KeyLock(ctx, sc)
+	rec, err := t.IdempotencyKeyGetForUpdate(ctx, sc)
 	if err != nil {
 		return rec, nil, nil, err
 	}
-	p, err := t.PaymentLock(ctx, sc.AccountID, paymentID)
+	p, err := t.PaymentGetByIDForUpdate(ctx, sc.AccountID, paymentID)
 	if err != nil {
 		return rec, nil, nil, err
 	}
-	a, err := t.AttemptGet(ctx, attemptID)
+	a, err := t.AttemptGetByID(ctx, attemptID)
 	return rec, p, a, err
 }
 
-func (t *paymentTx) KeyLock(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
+func (t *paymentTx) IdempotencyKeyGetForUpdate(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
 	t.endpointsAhead(sc.AccountID)
 	row, err := t.q.IdempotencyKeyGetForUpdate(ctx, dbsqlc.IdempotencyKeyGetForUpdateParams{
 		AccountID: sc.AccountID, Operation: sc.Operation, KeyHash: sc.KeyHash})
@@ -134,25 +134,25 @@ func (t *paymentTx) KeyLock(ctx context.Context, sc idempotency.Scope) (idempote
 	return keyFromRow(row), nil
 }
 
-func (t *paymentTx) KeyTakeLease(ctx context.Context, id int64, until, now time.Time) error {
+func (t *paymentTx) IdempotencyKeyTakeLease(ctx context.Context, id int64, until, now time.Time) error {
 	return translate(t.q.IdempotencyKeyTakeLease(ctx, dbsqlc.IdempotencyKeyTakeLeaseParams{ID: id, LeaseExpiresAt: &until, Now: now}))
 }
 
-func (t *paymentTx) KeyMarkUnknown(ctx context.Context, id int64, now time.Time) error {
+func (t *paymentTx) IdempotencyKeyMarkUnknown(ctx context.Context, id int64, now time.Time) error {
 	return translate(t.q.IdempotencyKeyMarkUnknown(ctx, dbsqlc.IdempotencyKeyMarkUnknownParams{ID: id, Now: now}))
 }
 
-func (t *paymentTx) KeyComplete(ctx context.Context, id int64, ans idempotency.Answer, now time.Time) error {
+func (t *paymentTx) IdempotencyKeyComplete(ctx context.Context, id int64, ans idempotency.Answer, now time.Time) error {
 	kind, st := string(ans.Kind), legacyStatus(ans.Kind)
 	return translate(t.q.IdempotencyKeyComplete(ctx, dbsqlc.IdempotencyKeyCompleteParams{
 		ID: id, ResponseKind: &kind, ResponseStatus: &st, ResponseBody: ans.Body, Now: &now}))
 }
 
-func (t *paymentTx) KeyDetachAttempt(ctx context.Context, id int64) error {
+func (t *paymentTx) IdempotencyKeyDetachAttempt(ctx context.Context, id int64) error {
 	return translate(t.q.IdempotencyKeyDetachAttempt(ctx, id))
 }
 
-func (t *paymentTx) NextAttemptNumber(ctx context.Context, accountID, orderID string, op payment.Operation) (int, error) {
+func (t *paymentTx) AttemptNextNumber(ctx context.Context, accountID, orderID string, op payment.Operation) (int, error) {
 	arg := dbsqlc.AttemptNextNumberParams{AccountID: accountID, OrderID: orderID, Operation: string(op)}
 	if a, ok := take(&t.ahead.next, t.fresh(), t.ahead.nextOf == arg); ok {
 		return int(a.v), translate(a.err)
@@ -179,7 +179,7 @@ func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error
 	return translate(err)
 }
 
-func (t *paymentTx) PaymentLock(ctx context.Context, accountID, id string) (*payment.Payment, error) {
+func (t *paymentTx) PaymentGetByIDForUpdate(ctx context.Context, accountID, id string) (*payment.Payment, error) {
 	arg := dbsqlc.PaymentGetByIDForUpdateParams{AccountID: accountID, ID: id}
 	var (
 		row dbsqlc.Payment
@@ -197,7 +197,7 @@ func (t *paymentTx) PaymentLock(ctx context.Context, accountID, id string) (*pay
 	return paymentFromRow(row)
 }
 
-func (t *paymentTx) PaymentUpdate(ctx context.Context, p *payment.Payment) error {
+func (t *paymentTx) PaymentUpdateState(ctx context.Context, p *payment.Payment) error {
 	var next []byte
 	if p.NextAction != nil {
 		b, err := json.Marshal(p.NextAction)
@@ -259,7 +259,7 @@ func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error
 	return translate(err)
 }
 
-func (t *paymentTx) AttemptGet(ctx context.Context, id string) (*payment.Attempt, error) {
+func (t *paymentTx) AttemptGetByID(ctx context.Context, id string) (*payment.Attempt, error) {
 	var (
 		row dbsqlc.Attempt
 		err error

@@ -67,7 +67,7 @@ func TestPipelinedTx(t *testing.T) {
 			if err := tx.PaymentInsert(ctx, other(b, b.payment.ID, "pedido-other")); err != nil {
 				t.Fatalf("a queued insert answered %v", err)
 			}
-			_, err := tx.PaymentLock(ctx, "acct_1", b.payment.ID)
+			_, err := tx.PaymentGetByIDForUpdate(ctx, "acct_1", b.payment.ID)
 			wantUnique(t, err)
 			return err
 		})
@@ -120,7 +120,7 @@ func TestPipelinedTx(t *testing.T) {
 			t.Errorf("a transaction of writes: %d round trips, want 1", n)
 		}
 		if n := cost(func(tx payment.Tx) error {
-			_, err := tx.PaymentLock(ctx, "acct_1", b.payment.ID)
+			_, err := tx.PaymentGetByIDForUpdate(ctx, "acct_1", b.payment.ID)
 			return err
 		}); n != 2 {
 			t.Errorf("a transaction with one read: %d round trips, want 2", n)
@@ -138,7 +138,7 @@ func TestPipelinedTx(t *testing.T) {
 		reserve := func(tx payment.Tx, key string) int {
 			t.Helper()
 			rt := c.RoundTrips()
-			_, ok, n, err := tx.KeyReserveNumbered(ctx, payment.Reservation{
+			_, ok, n, err := tx.IdempotencyKeyReserveNumbered(ctx, payment.Reservation{
 				Scope:       idempotency.Scope{AccountID: "acct_1", Operation: "payments.create", KeyHash: []byte(key)},
 				Fingerprint: []byte("fp"), LeaseUntil: now.Add(time.Minute), Now: now}, orderID, op)
 			if err != nil || !ok {
@@ -165,7 +165,7 @@ func TestPipelinedTx(t *testing.T) {
 				CreatedAt: now, UpdatedAt: now}); err != nil {
 				return err
 			}
-			n, err := tx.NextAttemptNumber(ctx, "acct_1", orderID, op)
+			n, err := tx.AttemptNextNumber(ctx, "acct_1", orderID, op)
 			if err != nil {
 				return err
 			}

@@ -85,7 +85,7 @@ func TestPgBouncer(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				errs <- store.WithTx(ctx, func(tx payment.Tx) error {
-					_, err := tx.AttemptGet(ctx, "att_none")
+					_, err := tx.AttemptGetByID(ctx, "att_none")
 					if errors.Is(err, payment.ErrNotFound) {
 						return nil
 					}
@@ -119,7 +119,7 @@ func TestPgBouncer(t *testing.T) {
 					return err
 				}
 				if i%2 == 0 {
-					_, err := tx.PaymentLock(ctx, p.AccountID, p.ID)
+					_, err := tx.PaymentGetByIDForUpdate(ctx, p.AccountID, p.ID)
 					return err
 				}
 				return nil
@@ -128,7 +128,7 @@ func TestPgBouncer(t *testing.T) {
 				t.Fatalf("round %d: the duplicate insert committed", i)
 			}
 			err = store.WithTx(ctx, func(tx payment.Tx) error {
-				_, err := tx.PaymentLock(ctx, p.AccountID, p.ID)
+				_, err := tx.PaymentGetByIDForUpdate(ctx, p.AccountID, p.ID)
 				return err
 			})
 			if err != nil {

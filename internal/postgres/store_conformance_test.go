@@ -172,8 +172,8 @@ func reserve(t *testing.T, c *conf) (idempotency.Record, int64) {
 		}
 		var ok bool
 		var err error
-		if id, ok, err = tx.KeyReserve(c.ctx, r); err == nil && (!ok || id == 0) {
-			err = fmt.Errorf("KeyReserve = %d, %v, want a new id", id, ok)
+		if id, ok, err = tx.IdempotencyKeyReserve(c.ctx, r); err == nil && (!ok || id == 0) {
+			err = fmt.Errorf("IdempotencyKeyReserve = %d, %v, want a new id", id, ok)
 		}
 		return err
 	})
@@ -184,58 +184,58 @@ func reserve(t *testing.T, c *conf) (idempotency.Record, int64) {
 
 func conformKeys(t *testing.T) {
 	t.Parallel()
-	t.Run("KeyReserve", func(t *testing.T) {
+	t.Run("IdempotencyKeyReserve", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		want, _ := reserve(t, c)
-		got, err := c.store.KeyGet(c.ctx, want.Scope)
+		got, err := c.store.IdempotencyKeyGet(c.ctx, want.Scope)
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(t, "record", utcRecord(got), want)
 		// A second reserve of the same scope stores nothing.
 		c.tx(t, func(tx payment.Tx) error {
-			id, ok, err := tx.KeyReserve(c.ctx, payment.Reservation{Scope: want.Scope, Fingerprint: []byte("other"), Now: at(5)})
+			id, ok, err := tx.IdempotencyKeyReserve(c.ctx, payment.Reservation{Scope: want.Scope, Fingerprint: []byte("other"), Now: at(5)})
 			if err == nil && (ok || id != 0) {
-				err = fmt.Errorf("second KeyReserve = %d, %v, want 0, false", id, ok)
+				err = fmt.Errorf("second IdempotencyKeyReserve = %d, %v, want 0, false", id, ok)
 			}
 			return err
 		})
-		got, _ = c.store.KeyGet(c.ctx, want.Scope)
+		got, _ = c.store.IdempotencyKeyGet(c.ctx, want.Scope)
 		same(t, "record after a second reserve", utcRecord(got), want)
 	})
-	t.Run("KeyGet", func(t *testing.T) {
+	t.Run("IdempotencyKeyGet", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
-		_, err := c.store.KeyGet(c.ctx, idempotency.Scope{AccountID: "acct_1", Operation: "create", KeyHash: []byte("none")})
-		wantNotFound(t, "KeyGet of a missing key", err)
+		_, err := c.store.IdempotencyKeyGet(c.ctx, idempotency.Scope{AccountID: "acct_1", Operation: "create", KeyHash: []byte("none")})
+		wantNotFound(t, "IdempotencyKeyGet of a missing key", err)
 	})
-	t.Run("KeyLock", func(t *testing.T) {
+	t.Run("IdempotencyKeyGetForUpdate", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		want, _ := reserve(t, c)
 		c.tx(t, func(tx payment.Tx) error {
-			got, err := tx.KeyLock(c.ctx, want.Scope)
+			got, err := tx.IdempotencyKeyGetForUpdate(c.ctx, want.Scope)
 			if err != nil {
 				return err
 			}
 			same(t, "locked record", utcRecord(got), want)
-			_, err = tx.KeyLock(c.ctx, idempotency.Scope{AccountID: "acct_1", Operation: "create", KeyHash: []byte("none")})
-			wantNotFound(t, "KeyLock of a missing key", err)
+			_, err = tx.IdempotencyKeyGetForUpdate(c.ctx, idempotency.Scope{AccountID: "acct_1", Operation: "create", KeyHash: []byte("none")})
+			wantNotFound(t, "IdempotencyKeyGetForUpdate of a missing key", err)
 			return nil
 		})
 	})
-	t.Run("KeyLockByAttempt", func(t *testing.T) {
+	t.Run("IdempotencyKeyGetByAttemptForUpdate", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		want, _ := reserve(t, c)
 		c.tx(t, func(tx payment.Tx) error {
-			got, err := tx.KeyLockByAttempt(c.ctx, "att_k")
+			got, err := tx.IdempotencyKeyGetByAttemptForUpdate(c.ctx, "att_k")
 			if err != nil {
 				return err
 			}
 			same(t, "record by attempt", utcRecord(got), want)
-			_, err = tx.KeyLockByAttempt(c.ctx, "att_none")
+			_, err = tx.IdempotencyKeyGetByAttemptForUpdate(c.ctx, "att_none")
 			wantNotFound(t, "KeyLockByAttempt of an attempt without key", err)
 			return nil
 		})
@@ -251,7 +251,7 @@ func conformKeyStates(t *testing.T) {
 			c := newConf(t)
 			want, id := reserve(t, c)
 			c.tx(t, func(tx payment.Tx) error { return fn(c, tx, id) })
-			got, err := c.store.KeyGet(c.ctx, want.Scope)
+			got, err := c.store.IdempotencyKeyGet(c.ctx, want.Scope)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,28 +260,28 @@ func conformKeyStates(t *testing.T) {
 		})
 	}
 	step("KeyTakeLease", func(c *conf, tx payment.Tx, id int64) error {
-		if err := tx.KeyMarkUnknown(c.ctx, id, at(1)); err != nil {
+		if err := tx.IdempotencyKeyMarkUnknown(c.ctx, id, at(1)); err != nil {
 			return err
 		}
-		return tx.KeyTakeLease(c.ctx, id, at(90), at(2))
+		return tx.IdempotencyKeyTakeLease(c.ctx, id, at(90), at(2))
 	}, func(r *idempotency.Record) { lease := at(90); r.LeaseExpiresAt = &lease })
 	step("KeyMarkUnknown", func(c *conf, tx payment.Tx, id int64) error {
-		return tx.KeyMarkUnknown(c.ctx, id, at(1))
+		return tx.IdempotencyKeyMarkUnknown(c.ctx, id, at(1))
 	}, func(r *idempotency.Record) { r.State, r.LeaseExpiresAt = idempotency.StateUnknown, nil })
-	step("KeyComplete", func(c *conf, tx payment.Tx, id int64) error {
+	step("IdempotencyKeyComplete", func(c *conf, tx payment.Tx, id int64) error {
 		ans := idempotency.Answer{Kind: idempotency.KindCreated, Body: []byte(`{"id":"pay_1"}`)}
-		if err := tx.KeyComplete(c.ctx, id, ans, at(3)); err != nil {
+		if err := tx.IdempotencyKeyComplete(c.ctx, id, ans, at(3)); err != nil {
 			return err
 		}
 		// A completed key is never marked unknown.
-		return tx.KeyMarkUnknown(c.ctx, id, at(4))
+		return tx.IdempotencyKeyMarkUnknown(c.ctx, id, at(4))
 	}, func(r *idempotency.Record) {
 		done := at(3)
 		r.State, r.LeaseExpiresAt, r.ResponseKind, r.ResponseBody, r.CompletedAt =
 			idempotency.StateCompleted, nil, idempotency.KindCreated, []byte(`{"id":"pay_1"}`), &done
 	})
 	step("KeyDetachAttempt", func(c *conf, tx payment.Tx, id int64) error {
-		return tx.KeyDetachAttempt(c.ctx, id)
+		return tx.IdempotencyKeyDetachAttempt(c.ctx, id)
 	}, func(r *idempotency.Record) { r.AttemptID = "" })
 }
 
@@ -304,7 +304,7 @@ func conformPayments(t *testing.T) {
 		c := newConf(t)
 		p := newPayment("pay_2", "pedido-900", 1, payment.StatusProcessing)
 		insert(t, c, p)
-		got, err := c.store.PaymentGet(c.ctx, "acct_1", "pay_2")
+		got, err := c.store.PaymentGetByID(c.ctx, "acct_1", "pay_2")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,41 +326,41 @@ func conformPayments(t *testing.T) {
 			t.Fatalf("attempt number again: err = %v, want ErrAttemptNumberTaken", err)
 		}
 	})
-	t.Run("PaymentGet", func(t *testing.T) {
+	t.Run("PaymentGetByID", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
-		got, err := c.store.PaymentGet(c.ctx, "acct_1", "pay_1")
+		got, err := c.store.PaymentGetByID(c.ctx, "acct_1", "pay_1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(t, "seeded payment", utcPayment(got), utcPayment(c.p))
-		_, err = c.store.PaymentGet(c.ctx, "acct_other", "pay_1")
-		wantNotFound(t, "PaymentGet of another account", err)
-		_, err = c.store.PaymentGet(c.ctx, "acct_1", "pay_none")
-		wantNotFound(t, "PaymentGet of a missing payment", err)
+		_, err = c.store.PaymentGetByID(c.ctx, "acct_other", "pay_1")
+		wantNotFound(t, "PaymentGetByID of another account", err)
+		_, err = c.store.PaymentGetByID(c.ctx, "acct_1", "pay_none")
+		wantNotFound(t, "PaymentGetByID of a missing payment", err)
 	})
-	t.Run("PaymentGetAny", func(t *testing.T) {
+	t.Run("PaymentGetAnyAccount", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
-		got, err := c.store.PaymentGetAny(c.ctx, "pay_1")
+		got, err := c.store.PaymentGetAnyAccount(c.ctx, "pay_1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(t, "payment", utcPayment(got), utcPayment(c.p))
-		_, err = c.store.PaymentGetAny(c.ctx, "pay_none")
+		_, err = c.store.PaymentGetAnyAccount(c.ctx, "pay_none")
 		wantNotFound(t, "PaymentGetAny of a missing payment", err)
 	})
-	t.Run("PaymentLock", func(t *testing.T) {
+	t.Run("PaymentGetByIDForUpdate", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		c.tx(t, func(tx payment.Tx) error {
-			got, err := tx.PaymentLock(c.ctx, "acct_1", "pay_1")
+			got, err := tx.PaymentGetByIDForUpdate(c.ctx, "acct_1", "pay_1")
 			if err != nil {
 				return err
 			}
 			same(t, "locked payment", utcPayment(got), utcPayment(c.p))
-			_, err = tx.PaymentLock(c.ctx, "acct_1", "pay_none")
-			wantNotFound(t, "PaymentLock of a missing payment", err)
+			_, err = tx.PaymentGetByIDForUpdate(c.ctx, "acct_1", "pay_none")
+			wantNotFound(t, "PaymentGetByIDForUpdate of a missing payment", err)
 			return nil
 		})
 	})
@@ -368,7 +368,7 @@ func conformPayments(t *testing.T) {
 
 func conformPaymentWrites(t *testing.T) {
 	t.Parallel()
-	t.Run("PaymentUpdate", func(t *testing.T) {
+	t.Run("PaymentUpdateState", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		exp := at(600)
@@ -379,13 +379,13 @@ func conformPaymentWrites(t *testing.T) {
 		want.NextAction = &payment.NextAction{Type: "redirect_to_url"}
 		// Under the lock, then without it: each update counts a version.
 		c.tx(t, func(tx payment.Tx) error {
-			p, err := tx.PaymentLock(c.ctx, "acct_1", "pay_1")
+			p, err := tx.PaymentGetByIDForUpdate(c.ctx, "acct_1", "pay_1")
 			if err != nil {
 				return err
 			}
 			*p = *want
 			p.Version = 1
-			if err := tx.PaymentUpdate(c.ctx, p); err != nil {
+			if err := tx.PaymentUpdateState(c.ctx, p); err != nil {
 				return err
 			}
 			same(t, "version after a locked update", p.Version, int64(2))
@@ -394,13 +394,13 @@ func conformPaymentWrites(t *testing.T) {
 		want.Version = 3
 		c.tx(t, func(tx payment.Tx) error {
 			p := *want
-			if err := tx.PaymentUpdate(c.ctx, &p); err != nil {
+			if err := tx.PaymentUpdateState(c.ctx, &p); err != nil {
 				return err
 			}
 			same(t, "version after an update", p.Version, int64(3))
 			return nil
 		})
-		got, err := c.store.PaymentGet(c.ctx, "acct_1", "pay_1")
+		got, err := c.store.PaymentGetByID(c.ctx, "acct_1", "pay_1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +422,7 @@ func conformPaymentWrites(t *testing.T) {
 			same(t, "version", p.Version, int64(2))
 			return nil
 		})
-		got, err := c.store.PaymentGet(c.ctx, "acct_1", "pay_1")
+		got, err := c.store.PaymentGetByID(c.ctx, "acct_1", "pay_1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -449,32 +449,32 @@ func conformPaymentLists(t *testing.T) {
 		got, _ = c.store.PaymentListByOrder(c.ctx, "acct_1", "pedido-none", 10)
 		same(t, "another order", len(got), 0)
 	})
-	t.Run("PaymentLiveByOrder", func(t *testing.T) {
+	t.Run("PaymentGetLiveByOrder", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		p2 := newPayment("pay_2", "pedido-900", 1, payment.StatusDeclined)
 		p3 := newPayment("pay_3", "pedido-900", 2, payment.StatusAuthorized)
 		insert(t, c, p2, p3)
-		got, err := c.store.PaymentLiveByOrder(c.ctx, "acct_1", "pedido-900")
+		got, err := c.store.PaymentGetLiveByOrder(c.ctx, "acct_1", "pedido-900")
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(t, "live payment", utcPayment(got), stored(p3))
-		_, err = c.store.PaymentLiveByOrder(c.ctx, "acct_1", "pedido-none")
+		_, err = c.store.PaymentGetLiveByOrder(c.ctx, "acct_1", "pedido-none")
 		wantNotFound(t, "PaymentLiveByOrder of an order without payments", err)
 	})
-	t.Run("PaymentByProviderID", func(t *testing.T) {
+	t.Run("PaymentGetByProviderID", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		want := utcPayment(c.p)
 		want.ProviderPaymentID, want.Version = "pi_7", 2
-		c.tx(t, func(tx payment.Tx) error { p := *want; return tx.PaymentUpdate(c.ctx, &p) })
-		got, err := c.store.PaymentByProviderID(c.ctx, "acct_1", "pi_7")
+		c.tx(t, func(tx payment.Tx) error { p := *want; return tx.PaymentUpdateState(c.ctx, &p) })
+		got, err := c.store.PaymentGetByProviderID(c.ctx, "acct_1", "pi_7")
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(t, "payment", utcPayment(got), want)
-		_, err = c.store.PaymentByProviderID(c.ctx, "acct_other", "pi_7")
+		_, err = c.store.PaymentGetByProviderID(c.ctx, "acct_other", "pi_7")
 		wantNotFound(t, "PaymentByProviderID of another account", err)
 	})
 	t.Run("PaymentListStuck", func(t *testing.T) {
@@ -520,7 +520,7 @@ func insertAttempts(t *testing.T, c *conf, as ...*payment.Attempt) {
 func attemptGet(t *testing.T, c *conf, id string) *payment.Attempt {
 	t.Helper()
 	var a *payment.Attempt
-	c.tx(t, func(tx payment.Tx) (err error) { a, err = tx.AttemptGet(c.ctx, id); return err })
+	c.tx(t, func(tx payment.Tx) (err error) { a, err = tx.AttemptGetByID(c.ctx, id); return err })
 	return utcAttempt(a)
 }
 
@@ -535,18 +535,18 @@ func conformAttempts(t *testing.T) {
 		insertAttempts(t, c, a)
 		same(t, "attempt", attemptGet(t, c, "att_1"), a)
 	})
-	t.Run("AttemptGet", func(t *testing.T) {
+	t.Run("AttemptGetByID", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
-		err := c.store.WithTx(c.ctx, func(tx payment.Tx) error { _, err := tx.AttemptGet(c.ctx, "att_none"); return err })
-		wantNotFound(t, "AttemptGet of a missing attempt", err)
+		err := c.store.WithTx(c.ctx, func(tx payment.Tx) error { _, err := tx.AttemptGetByID(c.ctx, "att_none"); return err })
+		wantNotFound(t, "AttemptGetByID of a missing attempt", err)
 	})
-	t.Run("NextAttemptNumber", func(t *testing.T) {
+	t.Run("AttemptNextNumber", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		next := func(op payment.Operation) (n int) {
 			c.tx(t, func(tx payment.Tx) (err error) {
-				n, err = tx.NextAttemptNumber(c.ctx, "acct_1", c.p.OrderID, op)
+				n, err = tx.AttemptNextNumber(c.ctx, "acct_1", c.p.OrderID, op)
 				return err
 			})
 			return n
@@ -620,57 +620,57 @@ func conformAttemptReads(t *testing.T) {
 		}
 		same(t, "attempts", utcAttempts(got), as)
 	})
-	t.Run("AttemptsUnresolvedByPayment", func(t *testing.T) {
+	t.Run("AttemptListUnresolvedByPayment", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		as := threeAttempts(t, c)
-		got, err := c.store.AttemptsUnresolvedByPayment(c.ctx, "pay_1")
+		got, err := c.store.AttemptListUnresolvedByPayment(c.ctx, "pay_1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(t, "unresolved", utcAttempts(got), as[1:])
 	})
-	t.Run("AttemptsNeedingAttention", func(t *testing.T) {
+	t.Run("AttemptCountNeedingAttention", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		threeAttempts(t, c)
 		for before, want := range map[int]int{0: 0, 2: 1, 3: 2} {
-			n, err := c.store.AttemptsNeedingAttention(c.ctx, at(before))
+			n, err := c.store.AttemptCountNeedingAttention(c.ctx, at(before))
 			if err != nil {
 				t.Fatal(err)
 			}
 			same(t, fmt.Sprintf("created before %d s", before), n, want)
 		}
 	})
-	t.Run("AttemptLatest", func(t *testing.T) {
+	t.Run("AttemptLatestByPayment", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		as := threeAttempts(t, c)
 		a4 := newAttempt(c.p, "att_4", payment.OpCapture, 2, at(0))
 		insertAttempts(t, c, a4)
 		c.tx(t, func(tx payment.Tx) error {
-			got, err := tx.AttemptLatest(c.ctx, "pay_1", payment.OpCapture)
+			got, err := tx.AttemptLatestByPayment(c.ctx, "pay_1", payment.OpCapture)
 			if err != nil {
 				return err
 			}
 			same(t, "highest number", utcAttempt(got), a4)
-			if got, err = tx.AttemptLatest(c.ctx, "pay_1", payment.OpAuthorize); err != nil {
+			if got, err = tx.AttemptLatestByPayment(c.ctx, "pay_1", payment.OpAuthorize); err != nil {
 				return err
 			}
 			same(t, "authorize", utcAttempt(got), as[0])
-			_, err = tx.AttemptLatest(c.ctx, "pay_1", payment.OpCancel)
+			_, err = tx.AttemptLatestByPayment(c.ctx, "pay_1", payment.OpCancel)
 			wantNotFound(t, "AttemptLatest of an operation never tried", err)
 			return nil
 		})
 	})
-	t.Run("AttemptsUnresolved", func(t *testing.T) {
+	t.Run("AttemptCountUnresolvedByPaymentOps", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		threeAttempts(t, c)
 		c.tx(t, func(tx payment.Tx) error {
 			for ops, want := range map[[2]payment.Operation]int{{payment.OpAuthorize, payment.OpCapture}: 1,
 				{payment.OpCapture, payment.OpRefund}: 2, {payment.OpCancel}: 0} {
-				n, err := tx.AttemptsUnresolved(c.ctx, "pay_1", ops[:]...)
+				n, err := tx.AttemptCountUnresolvedByPaymentOps(c.ctx, "pay_1", ops[:]...)
 				if err != nil {
 					return err
 				}
@@ -679,12 +679,15 @@ func conformAttemptReads(t *testing.T) {
 			return nil
 		})
 	})
-	t.Run("OrderHeldBy", func(t *testing.T) {
+	t.Run("AttemptCancelHoldingOrder", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		held := func() (string, error) {
 			var id string
-			err := c.store.WithTx(c.ctx, func(tx payment.Tx) (err error) { id, err = tx.OrderHeldBy(c.ctx, "acct_1", c.p.OrderID); return err })
+			err := c.store.WithTx(c.ctx, func(tx payment.Tx) (err error) {
+				id, err = tx.AttemptCancelHoldingOrder(c.ctx, "acct_1", c.p.OrderID)
+				return err
+			})
 			return id, err
 		}
 		insertAttempts(t, c, newAttempt(c.p, "att_c", payment.OpCancel, 1, at(0)))
@@ -692,7 +695,7 @@ func conformAttemptReads(t *testing.T) {
 		wantNotFound(t, "a cancel of a live payment", err)
 		p := utcPayment(c.p)
 		p.Status = payment.StatusDeclined
-		c.tx(t, func(tx payment.Tx) error { return tx.PaymentUpdate(c.ctx, p) })
+		c.tx(t, func(tx payment.Tx) error { return tx.PaymentUpdateState(c.ctx, p) })
 		id, err := held()
 		same(t, "held by", []any{id, err}, []any{"pay_1", nil})
 	})
@@ -700,22 +703,22 @@ func conformAttemptReads(t *testing.T) {
 
 func conformAttemptClaims(t *testing.T) {
 	t.Parallel()
-	t.Run("AttemptClaim", func(t *testing.T) {
+	t.Run("AttemptClaimByID", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		as := threeAttempts(t, c)
-		got, err := c.store.AttemptClaim(c.ctx, "att_2", at(10), at(40))
+		got, err := c.store.AttemptClaimByID(c.ctx, "att_2", at(10), at(40))
 		if err != nil {
 			t.Fatal(err)
 		}
 		lease := at(40)
 		as[1].LeaseExpiresAt = &lease
 		same(t, "claimed", utcAttempt(got), as[1])
-		_, err = c.store.AttemptClaim(c.ctx, "att_2", at(20), at(50))
+		_, err = c.store.AttemptClaimByID(c.ctx, "att_2", at(20), at(50))
 		wantNotFound(t, "a claim under another's lease", err)
-		_, err = c.store.AttemptClaim(c.ctx, "att_1", at(20), at(50))
+		_, err = c.store.AttemptClaimByID(c.ctx, "att_1", at(20), at(50))
 		wantNotFound(t, "a claim of a resolved attempt", err)
-		if _, err = c.store.AttemptClaim(c.ctx, "att_2", at(41), at(70)); err != nil {
+		if _, err = c.store.AttemptClaimByID(c.ctx, "att_2", at(41), at(70)); err != nil {
 			t.Fatalf("a claim once the lease ran out: %v", err)
 		}
 	})
@@ -771,30 +774,30 @@ func conformRefunds(t *testing.T) {
 		t.Parallel()
 		c, rs := setupRefunds(t)
 		c.tx(t, func(tx payment.Tx) error {
-			got, err := tx.RefundByAttempt(c.ctx, "att_r2")
+			got, err := tx.RefundGetByAttempt(c.ctx, "att_r2")
 			same(t, "refund", []any{utcRefund(got), err}, []any{rs[1], nil})
-			_, err = tx.RefundByAttempt(c.ctx, "att_1")
-			wantNotFound(t, "RefundByAttempt of an attempt without refund", err)
+			_, err = tx.RefundGetByAttempt(c.ctx, "att_1")
+			wantNotFound(t, "RefundGetByAttempt of an attempt without refund", err)
 			return nil
 		})
 	})
-	t.Run("RefundByAttempt", func(t *testing.T) {
+	t.Run("RefundGetByAttempt", func(t *testing.T) {
 		t.Parallel()
 		c, rs := setupRefunds(t)
-		got, err := c.store.RefundByAttempt(c.ctx, "att_3")
+		got, err := c.store.RefundGetByAttempt(c.ctx, "att_3")
 		same(t, "refund", []any{utcRefund(got), err}, []any{rs[0], nil})
-		_, err = c.store.RefundByAttempt(c.ctx, "att_none")
-		wantNotFound(t, "RefundByAttempt of a missing attempt", err)
+		_, err = c.store.RefundGetByAttempt(c.ctx, "att_none")
+		wantNotFound(t, "RefundGetByAttempt of a missing attempt", err)
 	})
-	t.Run("RefundUpdate", func(t *testing.T) {
+	t.Run("RefundUpdateOutcome", func(t *testing.T) {
 		t.Parallel()
 		c, rs := setupRefunds(t)
 		rs[0].Status, rs[0].ProviderRefundID, rs[0].UpdatedAt = payment.RefundSucceeded, "re_p1", at(9)
 		c.tx(t, func(tx payment.Tx) error {
-			if err := tx.RefundUpdate(c.ctx, rs[0]); err != nil {
+			if err := tx.RefundUpdateOutcome(c.ctx, rs[0]); err != nil {
 				return err
 			}
-			got, err := tx.RefundByAttempt(c.ctx, "att_3")
+			got, err := tx.RefundGetByAttempt(c.ctx, "att_3")
 			if err != nil {
 				return err
 			}
@@ -809,7 +812,7 @@ func conformRefunds(t *testing.T) {
 		c.tx(t, func(tx payment.Tx) error {
 			pending, err := tx.RefundSumPending(c.ctx, "pay_1")
 			same(t, "pending before", []any{pending, err}, []any{int64(1000), nil})
-			if err := tx.RefundUpdate(c.ctx, rs[0]); err != nil {
+			if err := tx.RefundUpdateOutcome(c.ctx, rs[0]); err != nil {
 				return err
 			}
 			pending, err = tx.RefundSumPending(c.ctx, "pay_1")
@@ -824,7 +827,7 @@ func conformRefunds(t *testing.T) {
 		c.tx(t, func(tx payment.Tx) error {
 			sum, err := tx.RefundSumSucceeded(c.ctx, "pay_1")
 			same(t, "none yet", []any{sum, err}, []any{int64(0), nil})
-			if err := tx.RefundUpdate(c.ctx, rs[0]); err != nil {
+			if err := tx.RefundUpdateOutcome(c.ctx, rs[0]); err != nil {
 				return err
 			}
 			sum, err = tx.RefundSumSucceeded(c.ctx, "pay_1")
@@ -869,7 +872,7 @@ func conformAudit(t *testing.T) {
 func feed(t *testing.T, c *conf, after payment.FeedPosition, limit, n int) []payment.FeedEvent {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		evs, err := c.store.EventsAfter(c.ctx, "acct_1", after, limit)
+		evs, err := c.store.EventListAfter(c.ctx, "acct_1", after, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -881,7 +884,7 @@ func feed(t *testing.T, c *conf, after payment.FeedPosition, limit, n int) []pay
 
 func conformEvents(t *testing.T) {
 	t.Parallel()
-	t.Run("EventsAfter", func(t *testing.T) {
+	t.Run("EventListAfter", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		ev := func(id string) payment.Event {
@@ -918,7 +921,7 @@ func conformEvents(t *testing.T) {
 		same(t, "events", len(evs), 1)
 		same(t, "payload, as jsonb gives it back", string(evs[0].Payload), `{"id": "evt_1", "type": "payment.captured"}`)
 	})
-	t.Run("EventsRead", func(t *testing.T) {
+	t.Run("AccountFeedCursorAdvance", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		c.tx(t, func(tx payment.Tx) error {
@@ -927,13 +930,13 @@ func conformEvents(t *testing.T) {
 		evs := feed(t, c, payment.FeedPosition{}, 10, 1)
 		unread, _, err := c.store.EventBacklog(c.ctx, at(10))
 		same(t, "unread before", []any{unread, err}, []any{int64(1), nil})
-		if err := c.store.EventsRead(c.ctx, "acct_1", evs[0].Position); err != nil {
+		if err := c.store.AccountFeedCursorAdvance(c.ctx, "acct_1", evs[0].Position); err != nil {
 			t.Fatal(err)
 		}
 		unread, _, err = c.store.EventBacklog(c.ctx, at(10))
 		same(t, "unread after", []any{unread, err}, []any{int64(0), nil})
 		// A cursor never moves back.
-		if err := c.store.EventsRead(c.ctx, "acct_1", payment.FeedPosition{}); err != nil {
+		if err := c.store.AccountFeedCursorAdvance(c.ctx, "acct_1", payment.FeedPosition{}); err != nil {
 			t.Fatal(err)
 		}
 		unread, _, _ = c.store.EventBacklog(c.ctx, at(10))
@@ -994,40 +997,40 @@ func conformTransactions(t *testing.T) {
 			return boom
 		})
 		same(t, "fn's error", err, boom)
-		_, err = c.store.PaymentGet(c.ctx, "acct_1", "pay_2")
+		_, err = c.store.PaymentGetByID(c.ctx, "acct_1", "pay_2")
 		wantNotFound(t, "a payment of a rolled back transaction", err)
 	})
 	// The business-sized methods answer as the calls they combine would.
-	t.Run("KeyReserveNumbered", func(t *testing.T) {
+	t.Run("IdempotencyKeyReserveNumbered", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		insertAttempts(t, c, newAttempt(c.p, "att_1", payment.OpAuthorize, 1, at(0)))
 		c.tx(t, func(tx payment.Tx) error {
 			res := payment.Reservation{Scope: idempotency.Scope{AccountID: "acct_1", Operation: "create",
 				KeyHash: []byte("kh")}, Fingerprint: []byte("fp"), LeaseUntil: at(30), Now: at(0)}
-			_, ok, n, err := tx.KeyReserveNumbered(c.ctx, res, c.p.OrderID, payment.OpAuthorize)
+			_, ok, n, err := tx.IdempotencyKeyReserveNumbered(c.ctx, res, c.p.OrderID, payment.OpAuthorize)
 			same(t, "first", []any{ok, n, err}, []any{true, 2, nil})
-			_, ok, n, err = tx.KeyReserveNumbered(c.ctx, res, c.p.OrderID, payment.OpAuthorize)
+			_, ok, n, err = tx.IdempotencyKeyReserveNumbered(c.ctx, res, c.p.OrderID, payment.OpAuthorize)
 			same(t, "second", []any{ok, n, err}, []any{false, 0, nil})
 			return nil
 		})
 	})
-	t.Run("KeyLockForSettle", func(t *testing.T) {
+	t.Run("IdempotencyKeyGetForUpdateWithPayment", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		a := newAttempt(c.p, "att_1", payment.OpAuthorize, 1, at(0))
 		insertAttempts(t, c, a)
 		sc := idempotency.Scope{AccountID: "acct_1", Operation: "create", KeyHash: []byte("kh")}
 		c.tx(t, func(tx payment.Tx) error {
-			_, _, err := tx.KeyReserve(c.ctx, payment.Reservation{Scope: sc, Fingerprint: []byte("fp"),
+			_, _, err := tx.IdempotencyKeyReserve(c.ctx, payment.Reservation{Scope: sc, Fingerprint: []byte("fp"),
 				LeaseUntil: at(30), PaymentID: "pay_1", AttemptID: "att_1", Now: at(0)})
 			return err
 		})
 		c.tx(t, func(tx payment.Tx) error {
-			rec, p, got, err := tx.KeyLockForSettle(c.ctx, sc, "pay_1", "att_1")
+			rec, p, got, err := tx.IdempotencyKeyGetForUpdateWithPayment(c.ctx, sc, "pay_1", "att_1")
 			same(t, "KeyLockForSettle", []any{rec.AttemptID, utcPayment(p), utcAttempt(got), err},
 				[]any{"att_1", utcPayment(c.p), a, nil})
-			_, _, _, err = tx.KeyLockForSettle(c.ctx, idempotency.Scope{AccountID: "acct_1", Operation: "create",
+			_, _, _, err = tx.IdempotencyKeyGetForUpdateWithPayment(c.ctx, idempotency.Scope{AccountID: "acct_1", Operation: "create",
 				KeyHash: []byte("none")}, "pay_1", "att_1")
 			wantNotFound(t, "an unknown key", err)
 			return nil

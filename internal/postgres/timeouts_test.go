@@ -109,7 +109,7 @@ func TestSessionTimeouts(t *testing.T) {
 	}
 	lockPayment := func(ctx context.Context, store *postgres.PaymentStore, p *payment.Payment) error {
 		return store.WithTx(ctx, func(tx payment.Tx) error {
-			_, err := tx.PaymentLock(ctx, p.AccountID, p.ID)
+			_, err := tx.PaymentGetByIDForUpdate(ctx, p.AccountID, p.ID)
 			return err
 		})
 	}
@@ -133,11 +133,11 @@ func TestSessionTimeouts(t *testing.T) {
 				holdLock(t, b)
 			}
 			err := store.WithTx(ctx, func(tx payment.Tx) error {
-				if _, err := tx.AttemptGet(ctx, "att_none"); !errors.Is(err, payment.ErrNotFound) {
+				if _, err := tx.AttemptGetByID(ctx, "att_none"); !errors.Is(err, payment.ErrNotFound) {
 					return err
 				}
 				time.Sleep(tc.idle)
-				_, err := tx.PaymentLock(ctx, b.payment.AccountID, b.payment.ID)
+				_, err := tx.PaymentGetByIDForUpdate(ctx, b.payment.AccountID, b.payment.ID)
 				return err
 			})
 			if ctx.Err() != nil {

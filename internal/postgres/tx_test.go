@@ -114,14 +114,14 @@ func TestWithTx(t *testing.T) {
 		var locked *payment.Payment
 		err := store.WithTx(ctx, func(tx payment.Tx) (err error) {
 			// Any first statement takes the snapshot.
-			if _, err := tx.AttemptGet(ctx, "att_none"); !errors.Is(err, payment.ErrNotFound) {
+			if _, err := tx.AttemptGetByID(ctx, "att_none"); !errors.Is(err, payment.ErrNotFound) {
 				return fmt.Errorf("first read: %w", err)
 			}
 			// Another transaction, say a webhook, records the outcome.
 			if _, err := b.admin.Exec(ctx, `UPDATE payments SET status = 'authorized' WHERE id = $1`, b.payment.ID); err != nil {
 				return err
 			}
-			locked, err = tx.PaymentLock(ctx, b.payment.AccountID, b.payment.ID)
+			locked, err = tx.PaymentGetByIDForUpdate(ctx, b.payment.AccountID, b.payment.ID)
 			return err
 		})
 		if err != nil {
@@ -153,7 +153,7 @@ func TestWithTxPanicRollsBackAndReleasesTheConnection(t *testing.T) {
 		_ = store.WithTx(ctx, func(tx payment.Tx) error {
 			changed := *p
 			changed.Status = payment.StatusAuthorized
-			if err := tx.PaymentUpdate(ctx, &changed); err != nil {
+			if err := tx.PaymentUpdateState(ctx, &changed); err != nil {
 				t.Errorf("update: %v", err)
 			}
 			panic("boom")
@@ -166,7 +166,7 @@ func TestWithTxPanicRollsBackAndReleasesTheConnection(t *testing.T) {
 	if n := db.Pool.Stat().AcquiredConns(); n != 0 {
 		t.Fatalf("%d connections still acquired after the panic, want 0", n)
 	}
-	got, err := store.PaymentGet(ctx, p.AccountID, p.ID)
+	got, err := store.PaymentGetByID(ctx, p.AccountID, p.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

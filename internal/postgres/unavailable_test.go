@@ -22,7 +22,7 @@ func TestLostConnectionIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	db := postgrestest.New(t)
 	store := postgres.NewPaymentStore(db)
-	if _, err := store.PaymentGet(ctx, "acct_x", "pay_x"); !errors.Is(err, payment.ErrNotFound) {
+	if _, err := store.PaymentGetByID(ctx, "acct_x", "pay_x"); !errors.Is(err, payment.ErrNotFound) {
 		t.Fatalf("warm-up read: %v", err)
 	}
 	// Terminate the pool's backends, as a restart does.
@@ -36,7 +36,7 @@ func TestLostConnectionIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = store.WithTx(ctx, func(tx payment.Tx) error {
-		_, err := tx.PaymentLock(ctx, "acct_x", "pay_x")
+		_, err := tx.PaymentGetByIDForUpdate(ctx, "acct_x", "pay_x")
 		return err
 	})
 	if !errors.Is(err, postgres.ErrUnavailable) {

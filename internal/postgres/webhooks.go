@@ -281,7 +281,7 @@ func (s *WebhookStore) EventAccount(ctx context.Context, eventID string) (string
 // RedeliverAudited enqueues the event again for its matching endpoints and
 // records who asked and why, in one transaction; it returns the event's
 // account.
-func (s *WebhookStore) RedeliverAudited(ctx context.Context, eventID string, a notify.AuditEntry) (string, error) {
+func (s *WebhookStore) RedeliverAudited(ctx context.Context, eventID string, a notify.DeliveryAuditEntry) (string, error) {
 	var accountID string
 	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
 		q := s.db.q.WithTx(tx)

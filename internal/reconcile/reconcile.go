@@ -154,7 +154,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 		}
 		seen[a.ID] = true
 		sum.Examined++
-		acct, err := r.cfg.Accounts.Payer(ctx, a.AccountID)
+		acct, err := r.cfg.Accounts.Merchant(ctx, a.AccountID)
 		if err != nil {
 			return sum, err
 		}
@@ -184,7 +184,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconciled", log...)
 		}
 	}
-	n, err := r.AttemptsNeedingAttention(ctx)
+	n, err := r.AttemptCountNeedingAttention(ctx)
 	if err != nil {
 		return sum, err
 	}

@@ -11,20 +11,20 @@ import (
 
 // Store is what reconciliation reads and claims.
 type Store interface {
-	PaymentGet(ctx context.Context, accountID, id string) (*payment.Payment, error)
-	// PaymentGetAny reads a payment of any account (operators).
-	PaymentGetAny(ctx context.Context, id string) (*payment.Payment, error)
-	AttemptsUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error)
-	// AttemptClaim leases one unresolved attempt if nobody holds it.
-	AttemptClaim(ctx context.Context, id string, now, leaseUntil time.Time) (*payment.Attempt, error)
+	PaymentGetByID(ctx context.Context, accountID, id string) (*payment.Payment, error)
+	// PaymentGetAnyAccount reads a payment of any account (operators).
+	PaymentGetAnyAccount(ctx context.Context, id string) (*payment.Payment, error)
+	AttemptListUnresolvedByPayment(ctx context.Context, paymentID string) ([]*payment.Attempt, error)
+	// AttemptClaimByID leases one unresolved attempt if nobody holds it.
+	AttemptClaimByID(ctx context.Context, id string, now, leaseUntil time.Time) (*payment.Attempt, error)
 	// AttemptClaimNext leases the unresolved attempt nobody holds that has
 	// been due longest, counts the claim and sets its next reconcile time to
 	// nextDue(the claims so far, this one included); payment.ErrNotFound
 	// when none is due.
 	AttemptClaimNext(ctx context.Context, due Due, now, leaseUntil time.Time, nextDue func(tries int) time.Time) (*payment.Attempt, error)
-	// AttemptsNeedingAttention counts unresolved attempts created before
+	// AttemptCountNeedingAttention counts unresolved attempts created before
 	// createdBefore.
-	AttemptsNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error)
+	AttemptCountNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error)
 }
 
 // Due says which unresolved attempts a reconciliation pass may claim.
@@ -78,7 +78,7 @@ func (r *Reconciler) Attempt(ctx context.Context, acct payment.Account, a *payme
 			slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID))
 		return res, nil
 	}
-	p, err := r.cfg.Store.PaymentGet(ctx, acct.ID, a.PaymentID)
+	p, err := r.cfg.Store.PaymentGetByID(ctx, acct.ID, a.PaymentID)
 	if err != nil {
 		return Resolution{}, err
 	}
@@ -131,30 +131,30 @@ func resolutionOf(claimed *payment.Attempt, rec payment.Recorded) Resolution {
 // Payment reconciles, now, every unresolved attempt of a payment of any
 // account that nobody holds, for an operator.
 func (r *Reconciler) Payment(ctx context.Context, paymentID, actor, reason string) (*payment.Payment, error) {
-	p, err := r.cfg.Store.PaymentGetAny(ctx, paymentID)
+	p, err := r.cfg.Store.PaymentGetAnyAccount(ctx, paymentID)
 	if err != nil {
 		return nil, err
 	}
-	acct, err := r.cfg.Accounts.Payer(ctx, p.AccountID)
+	acct, err := r.cfg.Accounts.Merchant(ctx, p.AccountID)
 	if err != nil {
 		return nil, err
 	}
 	if err := r.All(ctx, acct, p.ID, actor, reason); err != nil {
 		return nil, err
 	}
-	return r.cfg.Store.PaymentGet(ctx, p.AccountID, p.ID)
+	return r.cfg.Store.PaymentGetByID(ctx, p.AccountID, p.ID)
 }
 
 // All reconciles every unresolved attempt of one payment that nobody
 // holds: an operator's replay decides on what this learns.
 func (r *Reconciler) All(ctx context.Context, acct payment.Account, paymentID, actor, reason string) error {
-	pending, err := r.cfg.Store.AttemptsUnresolvedByPayment(ctx, paymentID)
+	pending, err := r.cfg.Store.AttemptListUnresolvedByPayment(ctx, paymentID)
 	if err != nil {
 		return err
 	}
 	for _, a := range pending {
 		now := r.cfg.Now()
-		claimed, err := r.cfg.Store.AttemptClaim(ctx, a.ID, now, now.Add(r.cfg.Payments.ClaimLease()))
+		claimed, err := r.cfg.Store.AttemptClaimByID(ctx, a.ID, now, now.Add(r.cfg.Payments.ClaimLease()))
 		if errors.Is(err, payment.ErrNotFound) {
 			continue // held by a live request or another reconciler
 		}
@@ -168,10 +168,10 @@ func (r *Reconciler) All(ctx context.Context, acct payment.Account, paymentID, a
 	return nil
 }
 
-// AttemptsNeedingAttention counts attempts unresolved for longer than
+// AttemptCountNeedingAttention counts attempts unresolved for longer than
 // RECONCILE_ALERT_AFTER.
-func (r *Reconciler) AttemptsNeedingAttention(ctx context.Context) (int, error) {
-	return r.cfg.Store.AttemptsNeedingAttention(ctx, r.cfg.Now().Add(-r.cfg.AlertAfter))
+func (r *Reconciler) AttemptCountNeedingAttention(ctx context.Context) (int, error) {
+	return r.cfg.Store.AttemptCountNeedingAttention(ctx, r.cfg.Now().Add(-r.cfg.AlertAfter))
 }
 
 // NeedsAttention tells whether an attempt has been unresolved for longer

@@ -32,7 +32,7 @@ VALUES (@account_id, @event_id, @type, @outcome, @payment_id, @received_at)
 ON CONFLICT (account_id, event_id) DO NOTHING
 RETURNING account_id;
 
--- name: AccountEventsRead :exec
+-- name: AccountFeedCursorAdvance :exec
 UPDATE accounts SET events_read_xid = sqlc.arg(xid)::text::xid8, events_read_seq = sqlc.arg(seq)::bigint
 WHERE id = @id AND (events_read_xid, events_read_seq) < (sqlc.arg(xid)::text::xid8, sqlc.arg(seq)::bigint);
 

@@ -10,19 +10,19 @@ import (
 	"time"
 )
 
-const accountEventsRead = `-- name: AccountEventsRead :exec
+const accountFeedCursorAdvance = `-- name: AccountFeedCursorAdvance :exec
 UPDATE accounts SET events_read_xid = $1::text::xid8, events_read_seq = $2::bigint
 WHERE id = $3 AND (events_read_xid, events_read_seq) < ($1::text::xid8, $2::bigint)
 `
 
-type AccountEventsReadParams struct {
+type AccountFeedCursorAdvanceParams struct {
 	Xid string
 	Seq int64
 	ID  string
 }
 
-func (q *Queries) AccountEventsRead(ctx context.Context, arg AccountEventsReadParams) error {
-	_, err := q.db.Exec(ctx, accountEventsRead, arg.Xid, arg.Seq, arg.ID)
+func (q *Queries) AccountFeedCursorAdvance(ctx context.Context, arg AccountFeedCursorAdvanceParams) error {
+	_, err := q.db.Exec(ctx, accountFeedCursorAdvance, arg.Xid, arg.Seq, arg.ID)
 	return err
 }
 
