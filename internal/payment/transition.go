@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/acmepay/payments/internal/provider"
@@ -467,4 +468,74 @@ func CapturedAmount(amount int64, in *provider.Intent) int64 {
 		return in.AmountReceived
 	}
 	return amount
+}
+
+// Change is one state change of a payment as recorded: its audit entry
+// and its event(s).
+type Change struct {
+	// Payment is the payment as changed; its UpdatedAt dates the entry and
+	// the events.
+	Payment *Payment
+	// From is the status before; "" leaves it out of the audit details
+	// (the status did not move).
+	From Status
+	// Events are emitted in order after the audit entry; none, or "",
+	// emits "payment.<status>".
+	Events []string
+	// Audit carries the entry's actor, action, reason and details; the
+	// payment, the time, and from/to are filled in. Details is written
+	// to: a caller that reuses it sees from/to.
+	Audit AuditEntry
+}
+
+// Write records a state change, in the caller's transaction: the audit
+// entry, then the event(s) (with the merchant webhooks).
+func (s *Service) Write(ctx context.Context, tx Tx, c Change) error {
+	p, audit := c.Payment, c.Audit
+	if audit.Details == nil {
+		audit.Details = map[string]any{}
+	}
+	if c.From != "" {
+		audit.Details["from"] = string(c.From)
+	}
+	audit.Details["to"] = string(p.Status)
+	audit.AccountID, audit.PaymentID, audit.At = p.AccountID, p.ID, p.UpdatedAt
+	if err := tx.AuditInsert(ctx, audit); err != nil {
+		return err
+	}
+	events := c.Events
+	if len(events) == 0 {
+		events = []string{""}
+	}
+	for _, ev := range events {
+		if ev == "" {
+			ev = "payment." + string(p.Status)
+		}
+		if err := s.emit(ctx, tx, p, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit writes one event with the payment's snapshot, in the caller's
+// transaction.
+func (s *Service) emit(ctx context.Context, tx Tx, p *Payment, eventType string) error {
+	ev := Event{ID: s.newID("evt"), AccountID: p.AccountID, PaymentID: p.ID, Type: eventType, CreatedAt: p.UpdatedAt}
+	payload, err := json.Marshal(struct {
+		ID        string   `json:"id"`
+		Type      string   `json:"type"`
+		CreatedAt string   `json:"created_at"`
+		Payment   *Payment `json:"payment"`
+	}{ev.ID, ev.Type, FormatTime(ev.CreatedAt), p})
+	if err != nil {
+		return err
+	}
+	ev.Payload = payload
+	if err := tx.EventInsert(ctx, ev); err != nil {
+		return err
+	}
+	// Merchant webhooks: enqueued with the event, so a rollback sends
+	// nothing and a commit loses nothing.
+	return tx.WebhooksEnqueue(ctx, ev)
 }

@@ -303,6 +303,15 @@ func (t *paymentTx) EventInsert(ctx context.Context, e payment.Event) error {
 		Payload: e.Payload, CreatedAt: e.CreatedAt}))
 }
 
+// WebhooksEnqueue is the outbox: called right after EventInsert, in the
+// same transaction.
+func (t *paymentTx) WebhooksEnqueue(ctx context.Context, e payment.Event) error {
+	if ids, ok := t.matching(e.AccountID, e.Type); ok {
+		return enqueueIDs(ctx, t.river, t.tx, e.AccountID, e.ID, ids)
+	}
+	return enqueueTx(ctx, t.river, t.tx, t.q, e.AccountID, e.ID, e.Type)
+}
+
 func keyFromRow(r dbsqlc.IdempotencyKey) idempotency.Record {
 	rec := idempotency.Record{
 		ID:          r.ID,

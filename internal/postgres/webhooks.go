@@ -165,15 +165,6 @@ func enqueueIDs(ctx context.Context, r *River, tx pgx.Tx, accountID, eventID str
 	return nil
 }
 
-// WebhooksEnqueue is the outbox: called right after EventInsert, in the
-// same transaction.
-func (t *paymentTx) WebhooksEnqueue(ctx context.Context, e payment.Event) error {
-	if ids, ok := t.matching(e.AccountID, e.Type); ok {
-		return enqueueIDs(ctx, t.river, t.tx, e.AccountID, e.ID, ids)
-	}
-	return enqueueTx(ctx, t.river, t.tx, t.q, e.AccountID, e.ID, e.Type)
-}
-
 // WebhookStore keeps endpoints and attempts.
 type WebhookStore struct{ db *DB }
 
