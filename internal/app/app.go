@@ -239,7 +239,8 @@ func wrapStore(cfg Config, store *postgres.PaymentStore) payment.Store {
 // newProvider builds the provider, wrapped when a seam asks.
 func newProvider(cfg Config) provider.Provider {
 	var prov provider.Provider = stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
-		MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger})
+		MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger,
+		KeyRetention: cfg.ProviderKeyRetention, SearchLag: cfg.ProviderSearchGrace})
 	if cfg.WrapProvider != nil {
 		prov = cfg.WrapProvider(prov)
 	}
@@ -251,7 +252,6 @@ func newPayments(cfg Config, prov provider.Provider, pstore payment.Store, m *me
 	return payment.NewService(payment.Config{
 		Store: pstore, Provider: prov, Logger: cfg.Logger, Metrics: m, Now: cfg.Now, NewID: cfg.NewID,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
-		KeyRetention: cfg.ProviderKeyRetention, SearchGrace: cfg.ProviderSearchGrace,
 	})
 }
 

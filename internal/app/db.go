@@ -45,7 +45,8 @@ func OpenAccounts(ctx context.Context, db *postgres.DB, cfg Config) (*account.Se
 		account.WithPreviousKey(cfg.EncryptionKeyPrevious),
 		account.WithProviderAccounts(providerAccounts{
 			stripe: stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
-				MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger}),
+				MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger,
+				KeyRetention: cfg.ProviderKeyRetention, SearchLag: cfg.ProviderSearchGrace}),
 			timeout: cfg.ProviderTimeout}))
 	if err != nil {
 		return nil, err

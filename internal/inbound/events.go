@@ -100,7 +100,7 @@ func (s *Service) effect(ctx context.Context, tx Tx, p *payment.Payment, auth *p
 		// An event about an earlier attempt's intent (an ops replay has
 		// started a new one since) says nothing about this attempt.
 	case n.Intent != nil && auth != nil && !p.Status.Final():
-		a, err := s.payments.Apply(ctx, tx, p, auth.ID, eventOutcome(n), "webhook", now)
+		a, err := s.payments.Apply(ctx, tx, p, auth.ID, eventOutcome(s.payments.Profile(), n), "webhook", now)
 		if err != nil {
 			return false, err
 		}
@@ -188,19 +188,19 @@ func (s *Service) record(ctx context.Context, acct payment.Account, n provider.E
 
 // eventOutcome reads an event as a provider answer about the key the
 // provider already acted on: the object it carries, or a card refusal.
-func eventOutcome(n provider.Event) payment.Outcome {
+func eventOutcome(prof provider.Profile, n provider.Event) payment.Outcome {
 	a := provider.AnswerObject
 	if n.Kind == provider.EventIntentFailed {
 		a = provider.AnswerCardError
 	}
-	return payment.Outcome{Result: provider.Result{Outcome: provider.Judge(a, provider.Send{Recovery: true, InWindow: true, Authorize: true}),
+	return payment.Outcome{Result: provider.Result{Outcome: provider.Judge(prof, a, provider.Send{Recovery: true, InWindow: true, Authorize: true}),
 		Answer: a, Intent: n.Intent, FailureCode: n.FailureCode, FailureMessage: n.FailureMessage}}
 }
 
 // applyIntent moves a payment whose attempts are settled along a forward
 // transition the intent proves (an external capture or cancel, say).
 func (s *Service) applyIntent(ctx context.Context, tx Tx, p *payment.Payment, n provider.Event, now time.Time) error {
-	to := payment.AuthorizationStatus(eventOutcome(n))
+	to := payment.AuthorizationStatus(eventOutcome(s.payments.Profile(), n))
 	if to == p.Status || !payment.CanTransition(p.Status, to) || to == payment.StatusUnknown {
 		return nil
 	}

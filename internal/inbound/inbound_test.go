@@ -56,12 +56,14 @@ func TestCurrentIntent(t *testing.T) {
 	}
 }
 
+var stripeProfile = provider.StripeProfile(provider.StripeKeyRetention, provider.DefaultSearchLag)
+
 func TestEventOutcome(t *testing.T) {
 	in := &provider.Intent{ID: "pi_1"}
-	if got := eventOutcome(provider.Event{Kind: provider.EventIntentFailed, Intent: in}).Answer; got != provider.AnswerCardError {
+	if got := eventOutcome(stripeProfile, provider.Event{Kind: provider.EventIntentFailed, Intent: in}).Answer; got != provider.AnswerCardError {
 		t.Errorf("a failed intent's answer = %v, want a card error", got)
 	}
-	if got := eventOutcome(provider.Event{Kind: provider.EventIntent, Intent: in}).Answer; got != provider.AnswerObject {
+	if got := eventOutcome(stripeProfile, provider.Event{Kind: provider.EventIntent, Intent: in}).Answer; got != provider.AnswerObject {
 		t.Errorf("an intent's answer = %v, want the object", got)
 	}
 }

@@ -37,10 +37,16 @@ func resendMargin(timeout time.Duration, retries int) time.Duration {
 }
 
 // resendUntil is the instant after which an attempt's provider key is
-// never sent again: past it only lookups may learn the outcome.
-func (s *Service) resendUntil(a *Attempt) time.Time {
-	return a.CreatedAt.Add(s.keyRetention - s.resendMargin)
+// never sent again: past it only lookups may learn the outcome. ok is false
+// when the provider keeps no key (its profile's KeyRetention is zero): then
+// a key is sent once and never again.
+func (s *Service) resendUntil(prof provider.Profile, a *Attempt) (until time.Time, ok bool) {
+	return a.CreatedAt.Add(prof.KeyRetention - s.resendMargin), prof.KeyRetention > 0
 }
+
+// Profile is the provider's idempotency contract, by which its answers are
+// judged.
+func (s *Service) Profile() provider.Profile { return s.provider.Profile() }
 
 // CallProvider learns the outcome of an attempt without ever starting a new one.
 // A first send sends the attempt's request. A recovery (recovered is set:
@@ -53,8 +59,9 @@ func (s *Service) resendUntil(a *Attempt) time.Time {
 func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a *Attempt, recovered bool) Outcome {
 	now := s.clock()
 	timeout := s.providerTimeout
-	until := s.resendUntil(a)
-	inWindow := now.Before(until)
+	prof := s.provider.Profile()
+	until, resendable := s.resendUntil(prof, a)
+	inWindow := resendable && now.Before(until)
 	if recovered && inWindow {
 		timeout = min(timeout, until.Sub(now))
 	}
@@ -73,13 +80,14 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 	switch {
 	case recovered && a.Operation == OpAuthorize && a.ProviderObjectID != "":
 		verb = "retrieve"
-		out = intentOutcome(s.provider.RetrieveIntent(cctx, acct.Credentials, a.ProviderObjectID))
+		in, err := s.provider.RetrieveIntent(cctx, acct.Credentials, a.ProviderObjectID)
+		out = intentOutcome(prof, in, err)
 	case !recovered || inWindow:
 		out = s.send(cctx, acct, a)
-		out.Outcome = provider.Judge(out.Answer, provider.Send{
+		out.Outcome = provider.Judge(prof, out.Answer, provider.Send{
 			Recovery: recovered || out.Resent, InWindow: true, Authorize: a.Operation == OpAuthorize})
 	default:
-		verb, out = s.lookup(cctx, acct, p, a, now)
+		verb, out = s.lookup(cctx, prof, acct, p, a, now)
 	}
 	s.metrics.ProviderCall(a.Operation, out.Outcome, time.Since(start))
 	s.log.LogAttrs(ctx, slog.LevelInfo, "provider call",
@@ -93,13 +101,13 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 // provider's objects: the intent an authorization made (searched by the
 // payment's id), the intent a capture or cancel acted on, or the refund
 // carrying the service's refund id.
-func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attempt, now time.Time) (string, Outcome) {
+func (s *Service) lookup(ctx context.Context, prof provider.Profile, acct Account, p *Payment, a *Attempt, now time.Time) (string, Outcome) {
 	notFound := func(err error) Outcome {
 		if !errors.Is(err, provider.ErrNotFound) {
-			return intentOutcome(nil, err)
+			return intentOutcome(prof, nil, err)
 		}
 		out := Outcome{Result: provider.Result{Answer: provider.AnswerNotFound, Err: err}}
-		out.Outcome = provider.Judge(out.Answer, provider.Send{Recovery: true, PastGrace: now.Sub(a.CreatedAt) >= s.searchGrace})
+		out.Outcome = provider.Judge(prof, out.Answer, provider.Send{Recovery: true, Since: now.Sub(a.CreatedAt)})
 		if out.Outcome == provider.Failed {
 			out.FailureCode, out.FailureMessage = "not_found_at_provider", "the provider has no record of this attempt"
 		}
@@ -117,11 +125,11 @@ func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attem
 		if err != nil {
 			return "search", notFound(err)
 		}
-		return "search", intentOutcome(in, nil)
+		return "search", intentOutcome(prof, in, nil)
 	case OpCapture, OpCancel:
 		in, err := s.provider.RetrieveIntent(ctx, acct.Credentials, p.ProviderPaymentID)
 		if err != nil {
-			return "retrieve", intentOutcome(nil, err)
+			return "retrieve", intentOutcome(prof, nil, err)
 		}
 		return "retrieve", inferFromIntent(a.Operation, in)
 	default:
@@ -131,11 +139,11 @@ func (s *Service) lookup(ctx context.Context, acct Account, p *Payment, a *Attem
 		}
 		refunds, err := s.provider.ListRefunds(ctx, acct.Credentials, req.IntentID)
 		if err != nil {
-			return "list_refunds", intentOutcome(nil, err)
+			return "list_refunds", intentOutcome(prof, nil, err)
 		}
 		for i := range refunds {
 			if id := req.Metadata["refund_id"]; id != "" && refunds[i].Metadata["refund_id"] == id {
-				return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Judge(provider.AnswerObject, provider.Send{Recovery: true}),
+				return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Judge(prof, provider.AnswerObject, provider.Send{Recovery: true}),
 					Answer: provider.AnswerObject}, Refund: &refunds[i]}
 			}
 		}
@@ -182,12 +190,12 @@ func (s *Service) send(ctx context.Context, acct Account, a *Attempt) Outcome {
 
 // intentOutcome judges a lookup of an intent; a lookup that could not ask
 // is indeterminate.
-func intentOutcome(in *provider.Intent, err error) Outcome {
+func intentOutcome(prof provider.Profile, in *provider.Intent, err error) Outcome {
 	a := provider.AnswerObject
 	if err != nil {
 		a = provider.AnswerIndeterminate
 	}
-	return Outcome{Result: provider.Result{Outcome: provider.Judge(a, provider.Send{Recovery: true}), Answer: a, Intent: in, Err: err}}
+	return Outcome{Result: provider.Result{Outcome: provider.Judge(prof, a, provider.Send{Recovery: true}), Answer: a, Intent: in, Err: err}}
 }
 
 // inferFromIntent decides a capture or cancel from the intent's state, once

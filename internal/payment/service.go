@@ -44,8 +44,6 @@ type Config struct {
 
 	ProviderTimeout time.Duration // PROVIDER_TIMEOUT
 	Lease           time.Duration // IN_PROGRESS_LEASE
-	KeyRetention    time.Duration // PROVIDER_KEY_RETENTION
-	SearchGrace     time.Duration // PROVIDER_SEARCH_GRACE
 	// SettleTimeout bounds one try of the transaction that records a
 	// provider's answer. Default 10 s.
 	SettleTimeout time.Duration
@@ -66,8 +64,6 @@ type Service struct {
 	newID           func(string) string
 	providerTimeout time.Duration
 	lease           time.Duration
-	keyRetention    time.Duration
-	searchGrace     time.Duration
 	resendMargin    time.Duration
 	settleTimeout   time.Duration
 	waitPoll        time.Duration
@@ -84,8 +80,6 @@ func NewService(c Config) (*Service, error) {
 		newID:           c.NewID,
 		providerTimeout: orDefault(c.ProviderTimeout, 10*time.Second),
 		lease:           orDefault(c.Lease, 30*time.Second),
-		keyRetention:    orDefault(c.KeyRetention, 24*time.Hour),
-		searchGrace:     orDefault(c.SearchGrace, 5*time.Minute),
 		settleTimeout:   orDefault(c.SettleTimeout, 10*time.Second),
 		waitPoll:        orDefault(c.WaitPoll, defaultWaitPoll),
 		waitMaxBackoff:  orDefault(c.WaitMaxBackoff, defaultWaitMaxBackoff),

@@ -1,5 +1,7 @@
 package provider
 
+import "time"
+
 // Answer is what a provider's reply shows, before anyone decides what it
 // proves. Adapters map their wire errors onto these kinds and nothing more.
 type Answer string
@@ -31,20 +33,23 @@ type Send struct {
 	// own retry within the call).
 	Recovery bool
 	// InWindow: the whole call ended inside the key's re-send window, so
-	// the provider still remembered the key when it answered.
+	// the provider still remembered the key when it answered (never so for
+	// a profile without KeyRetention).
 	InWindow bool
 	// Authorize: the operation creates the payment (a card refusal is a
 	// decline there, a plain rejection elsewhere).
 	Authorize bool
-	// PastGrace: for a lookup, PROVIDER_SEARCH_GRACE has passed since the
-	// attempt, so an object it made would be visible by now.
-	PastGrace bool
+	// Since: for a lookup, how long after the attempt was created it ran;
+	// from the profile's SearchLag on, an object the attempt made would be
+	// visible.
+	Since time.Duration
 }
 
 // Judge decides what an answer proves about the original request of a key
-// (CONTRACT §5). It is the only place that turns provider answers into
-// outcomes; everything it cannot prove is Unknown, because a guessed
-// failure lets the next attempt charge again.
+// (CONTRACT §5, §15), by the provider's profile. It is the only place that
+// turns provider answers into outcomes; everything it cannot prove is
+// Unknown, because a guessed failure lets the next attempt charge again.
+// For Stripe's profile:
 //
 //	answer        first send   recovery in window   recovery past window
 //	object        succeeded    succeeded            succeeded
@@ -52,37 +57,39 @@ type Send struct {
 //	invalid       failed       failed               unknown
 //	credentials   failed       unknown              unknown
 //	indeterminate unknown      unknown              unknown
-//	not found     (lookups)    unknown until PROVIDER_SEARCH_GRACE, then failed
+//	not found     (lookups)    unknown until the profile's SearchLag, then failed
+//
+// A recovery is in window only while the provider keeps the key; an answer
+// the profile does not store is, on a recovery, unknown.
 //
 // Succeeded means "the object is attached": its state says what happened.
-func Judge(a Answer, s Send) Outcome {
+func Judge(p Profile, a Answer, s Send) Outcome {
 	switch a {
 	case AnswerObject:
 		return Succeeded
 	case AnswerNotFound:
-		// A lookup is strongly consistent only after the grace: Stripe's
-		// search lags writes.
-		if s.PastGrace {
+		// A lookup is strongly consistent only after the search lag.
+		if s.Since >= p.SearchLag {
 			return Failed
 		}
 	case AnswerCardError:
-		// Stored for the key: a replay of the first answer, or the first
-		// answer itself.
-		if s.Authorize {
-			return Declined
+		// The first answer itself, or a replay of it.
+		if !s.Recovery || p.replayed(a, s.InWindow) {
+			if s.Authorize {
+				return Declined
+			}
+			return Failed
 		}
-		return Failed
 	case AnswerInvalid:
-		// Within the window the provider would have replayed the first
-		// request's stored answer; past it, the key was forgotten and the
-		// rejection is about this request only.
-		if !s.Recovery || s.InWindow {
+		// Replayed, the rejection is the first request's; not, it is about
+		// this request only.
+		if !s.Recovery || p.replayed(a, s.InWindow) {
 			return Failed
 		}
 	case AnswerCredentials:
-		// Credentials are checked before the key is looked up: on a
-		// re-send this says nothing about the first request.
-		if !s.Recovery {
+		// Checked before the key is looked up: on a re-send this says
+		// nothing about the first request.
+		if !s.Recovery && p.CredentialsFirst {
 			return Failed
 		}
 	}

@@ -276,6 +276,9 @@ type Provider interface {
 	// Retries is how often the adapter's client may re-send one call on
 	// its own; the service keeps every re-send inside the key's window.
 	Retries() int
+	// Profile is the provider's idempotency contract, which Judge reads and
+	// by which the service decides between re-sending a key and a lookup.
+	Profile() Profile
 }
 
 // EventKind is what a provider event is about, in the service's terms.

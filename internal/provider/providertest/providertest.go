@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/acmepay/payments/internal/provider"
 )
@@ -97,7 +98,7 @@ func authorizeTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		before := s.effects()
 		res := s.Provider.Authorize(s.ctx, s.Credentials, req)
 		s.wantAnswer(res, provider.AnswerObject)
-		wantJudged(t, res.Answer, authorizeFirst, provider.Succeeded)
+		s.wantJudged(res.Answer, authorizeFirst, provider.Succeeded)
 		in := s.wantIntent(res)
 		if in.Amount != amount || in.Currency != "brl" || in.CaptureMethod != "manual" {
 			t.Fatalf("intent = %+v, want %d brl manual", *in, amount)
@@ -123,7 +124,7 @@ func authorizeTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		before := s.effects()
 		res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_visa", "automatic"))
 		s.wantAnswer(res, provider.AnswerObject)
-		wantJudged(t, res.Answer, authorizeFirst, provider.Succeeded)
+		s.wantJudged(res.Answer, authorizeFirst, provider.Succeeded)
 		in := s.wantIntent(res)
 		if in.CaptureMethod != "automatic" {
 			t.Fatalf("capture method = %q, want automatic", in.CaptureMethod)
@@ -154,7 +155,7 @@ func repeatTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		// The provider stores a refusal for the key, so it proves a decline
 		// on every send.
 		for _, send := range []provider.Send{authorizeFirst, authorizeIn, authorizePast} {
-			wantJudged(t, res.Answer, send, provider.Declined)
+			s.wantJudged(res.Answer, send, provider.Declined)
 		}
 		in := s.wantIntent(res)
 		if in.State != provider.IntentNeedsPaymentMethod || in.AmountCapturable != 0 || in.AmountReceived != 0 {
@@ -183,7 +184,7 @@ func repeatTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		s.wantAnswer(first, provider.AnswerObject)
 		again := s.Provider.Authorize(s.ctx, s.Credentials, req)
 		s.wantAnswer(again, provider.AnswerObject)
-		wantJudged(t, again.Answer, authorizeIn, provider.Succeeded)
+		s.wantJudged(again.Answer, authorizeIn, provider.Succeeded)
 		if a, b := s.wantIntent(first).ID, s.wantIntent(again).ID; a != b {
 			t.Fatalf("re-send answered intent %s, first send %s", b, a)
 		}
@@ -202,7 +203,7 @@ func repeatTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		res := s.Provider.Authorize(s.ctx, s.Credentials, other)
 		// An idempotency error says nothing about the key's first request.
 		s.wantAnswer(res, provider.AnswerIndeterminate)
-		wantJudged(t, res.Answer, authorizeFirst, provider.Unknown)
+		s.wantJudged(res.Answer, authorizeFirst, provider.Unknown)
 		s.wantEffects(before, Effects{})
 	})
 }
@@ -270,9 +271,9 @@ func invalidStateTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		if res.FailureCode == "" {
 			t.Fatal("invalid answer without a failure code")
 		}
-		wantJudged(t, res.Answer, firstSend, provider.Failed)
-		wantJudged(t, res.Answer, recoveryIn, provider.Failed)
-		wantJudged(t, res.Answer, recoveryPast, provider.Unknown)
+		s.wantJudged(res.Answer, firstSend, provider.Failed)
+		s.wantJudged(res.Answer, recoveryIn, provider.Failed)
+		s.wantJudged(res.Answer, recoveryPast, provider.Unknown)
 		s.wantEffects(before, Effects{})
 		if got := s.retrieve(in.ID); got.State != provider.IntentCanceled {
 			t.Fatalf("intent after refused capture = %+v, want still canceled", *got)
@@ -287,7 +288,7 @@ func invalidStateTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		before := s.effects()
 		res := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID})
 		s.wantAnswer(res, provider.AnswerInvalid)
-		wantJudged(t, res.Answer, firstSend, provider.Failed)
+		s.wantJudged(res.Answer, firstSend, provider.Failed)
 		s.wantEffects(before, Effects{})
 		if got := s.retrieve(in.ID); got.State != provider.IntentCaptured {
 			t.Fatalf("intent after refused cancel = %+v, want still captured", *got)
@@ -308,7 +309,7 @@ func refundTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		before := s.effects()
 		res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: in.ID, Amount: 300, Metadata: md})
 		s.wantRefundAnswer(res, provider.AnswerObject)
-		wantJudged(t, res.Answer, firstSend, provider.Succeeded)
+		s.wantJudged(res.Answer, firstSend, provider.Succeeded)
 		rf := res.Refund
 		if rf == nil || rf.ID == "" {
 			t.Fatalf("refund = %+v, want one with an id", rf)
@@ -332,7 +333,7 @@ func refundTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		before := s.effects()
 		res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: in.ID, Amount: amount + 1})
 		s.wantRefundAnswer(res, provider.AnswerInvalid)
-		wantJudged(t, res.Answer, firstSend, provider.Failed)
+		s.wantJudged(res.Answer, firstSend, provider.Failed)
 		if res.Refund != nil {
 			t.Fatalf("refused refund came with a refund: %+v", *res.Refund)
 		}
@@ -347,7 +348,7 @@ func refundTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		before := s.effects()
 		res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: in.ID})
 		s.wantRefundAnswer(res, provider.AnswerInvalid)
-		wantJudged(t, res.Answer, firstSend, provider.Failed)
+		s.wantJudged(res.Answer, firstSend, provider.Failed)
 		s.wantEffects(before, Effects{})
 	})
 }
@@ -392,7 +393,7 @@ func lookupTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		if !errors.Is(err, provider.ErrNotFound) {
 			t.Fatalf("retrieve missing = %+v, %v; want ErrNotFound", in, err)
 		}
-		wantNotFoundJudged(t)
+		s.wantNotFoundJudged()
 	})
 
 	t.Run("SearchFindsIntentByPaymentID", func(t *testing.T) {
@@ -410,7 +411,7 @@ func lookupTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		if got, err := s.Provider.SearchIntentByPaymentID(s.ctx, s.Credentials, s.paymentID+"-other"); !errors.Is(err, provider.ErrNotFound) {
 			t.Fatalf("search of an unknown payment = %+v, %v; want ErrNotFound", got, err)
 		}
-		wantNotFoundJudged(t)
+		s.wantNotFoundJudged()
 	})
 }
 
@@ -435,17 +436,17 @@ func credentialTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		s.wantAnswer(res, provider.AnswerCredentials)
 		// Credentials are checked before the key is looked up: a first send
 		// did nothing, a re-send proves nothing about the first.
-		wantJudged(t, res.Answer, authorizeFirst, provider.Failed)
-		wantJudged(t, res.Answer, authorizeIn, provider.Unknown)
-		wantJudged(t, res.Answer, authorizePast, provider.Unknown)
+		s.wantJudged(res.Answer, authorizeFirst, provider.Failed)
+		s.wantJudged(res.Answer, authorizeIn, provider.Unknown)
+		s.wantJudged(res.Answer, authorizePast, provider.Unknown)
 		cres := s.Provider.Capture(s.ctx, s.Credentials, capture)
 		s.wantAnswer(cres, provider.AnswerCredentials)
-		wantJudged(t, cres.Answer, firstSend, provider.Failed)
-		wantJudged(t, cres.Answer, recoveryIn, provider.Unknown)
+		s.wantJudged(cres.Answer, firstSend, provider.Failed)
+		s.wantJudged(cres.Answer, recoveryIn, provider.Unknown)
 		rres := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: held.ID})
 		s.wantRefundAnswer(rres, provider.AnswerCredentials)
-		wantJudged(t, rres.Answer, firstSend, provider.Failed)
-		wantJudged(t, rres.Answer, recoveryIn, provider.Unknown)
+		s.wantJudged(rres.Answer, firstSend, provider.Failed)
+		s.wantJudged(rres.Answer, recoveryIn, provider.Unknown)
 		s.wantLookupsFail(held.ID)
 		s.wantEffects(before, Effects{})
 
@@ -471,8 +472,8 @@ func credentialTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		before := s.effects()
 		res := s.Provider.Authorize(s.ctx, bad, s.authorizeRequest("pm_card_visa", "manual"))
 		s.wantAnswer(res, provider.AnswerCredentials)
-		wantJudged(t, res.Answer, authorizeFirst, provider.Failed)
-		wantJudged(t, res.Answer, authorizeIn, provider.Unknown)
+		s.wantJudged(res.Answer, authorizeFirst, provider.Failed)
+		s.wantJudged(res.Answer, authorizeIn, provider.Unknown)
 		if res.FailureCode == "" || strings.Contains(res.FailureMessage, bad.SecretKey) {
 			t.Fatalf("failure = %q %q, want a code and a message without the key", res.FailureCode, res.FailureMessage)
 		}
@@ -493,13 +494,13 @@ func transportTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 			t.Parallel()
 			res := p.Authorize(t.Context(), s.Credentials, s.authorizeRequest("pm_card_visa", "manual"))
 			wantIndeterminate(t, res.Answer, res.Err)
-			wantJudged(t, res.Answer, authorizeFirst, provider.Unknown)
+			s.wantJudged(res.Answer, authorizeFirst, provider.Unknown)
 		})
 		t.Run("Capture", func(t *testing.T) {
 			t.Parallel()
 			res := p.Capture(t.Context(), s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: "pi_" + s.run})
 			wantIndeterminate(t, res.Answer, res.Err)
-			wantJudged(t, res.Answer, firstSend, provider.Unknown)
+			s.wantJudged(res.Answer, firstSend, provider.Unknown)
 		})
 		t.Run("Cancel", func(t *testing.T) {
 			t.Parallel()
@@ -510,7 +511,7 @@ func transportTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 			t.Parallel()
 			res := p.Refund(t.Context(), s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: "pi_" + s.run})
 			wantIndeterminate(t, res.Answer, res.Err)
-			wantJudged(t, res.Answer, firstSend, provider.Unknown)
+			s.wantJudged(res.Answer, firstSend, provider.Unknown)
 		})
 		for _, l := range lookups {
 			t.Run(l.name, func(t *testing.T) {
@@ -657,7 +658,7 @@ func (s *suite) wantRefundAnswer(res provider.RefundResult, want provider.Answer
 func (s *suite) wantActedOn(res provider.Result, in *provider.Intent, verb string) *provider.Intent {
 	s.t.Helper()
 	s.wantAnswer(res, provider.AnswerObject)
-	wantJudged(s.t, res.Answer, firstSend, provider.Succeeded)
+	s.wantJudged(res.Answer, firstSend, provider.Succeeded)
 	got := s.wantIntent(res)
 	if got.ID != in.ID {
 		s.t.Fatalf("%s intent %s, want %s", verb, got.ID, in.ID)
@@ -717,16 +718,18 @@ func made(st provider.RefundState) bool {
 
 // wantNotFoundJudged checks what ErrNotFound from a lookup proves: nothing
 // while search may still lag the write, a failure once it cannot.
-func wantNotFoundJudged(t *testing.T) {
-	t.Helper()
-	wantJudged(t, provider.AnswerNotFound, recoveryPast, provider.Unknown)
-	wantJudged(t, provider.AnswerNotFound, provider.Send{Recovery: true, PastGrace: true}, provider.Failed)
+func (s *suite) wantNotFoundJudged() {
+	s.t.Helper()
+	lag := s.Provider.Profile().SearchLag
+	s.wantJudged(provider.AnswerNotFound, provider.Send{Recovery: true, Since: lag - time.Second}, provider.Unknown)
+	s.wantJudged(provider.AnswerNotFound, provider.Send{Recovery: true, Since: lag}, provider.Failed)
 }
 
-func wantJudged(t *testing.T, a provider.Answer, s provider.Send, want provider.Outcome) {
-	t.Helper()
-	if got := provider.Judge(a, s); got != want {
-		t.Fatalf("Judge(%q, %+v) = %q, want %q", a, s, got, want)
+// wantJudged checks what an answer proves by the adapter's own profile.
+func (s *suite) wantJudged(a provider.Answer, send provider.Send, want provider.Outcome) {
+	s.t.Helper()
+	if got := provider.Judge(s.Provider.Profile(), a, send); got != want {
+		s.t.Fatalf("Judge(%s, %q, %+v) = %q, want %q", s.Provider.Profile().Name, a, send, got, want)
 	}
 }
 
@@ -764,7 +767,7 @@ func cancelOfDeclined(t *testing.T, newHarness func(t *testing.T) Harness) {
 	before := s.effects()
 	res := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID})
 	s.wantAnswer(res, provider.AnswerObject)
-	wantJudged(t, res.Answer, firstSend, provider.Succeeded)
+	s.wantJudged(res.Answer, firstSend, provider.Succeeded)
 	if got := s.wantIntent(res); got.ID != in.ID || got.State != provider.IntentCanceled {
 		t.Fatalf("canceled intent = %+v, want %s canceled", *got, in.ID)
 	}

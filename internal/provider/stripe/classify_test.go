@@ -93,7 +93,7 @@ func TestJudgeStripeAnswers(t *testing.T) {
 				{"recovery in window", provider.Send{Authorize: auth, Recovery: true, InWindow: true}, tt.in},
 				{"recovery past window", provider.Send{Authorize: auth, Recovery: true}, tt.pastWin},
 			} {
-				if got := provider.Judge(v.answer, c.send); got != c.want {
+				if got := provider.Judge(New(Config{}).Profile(), v.answer, c.send); got != c.want {
 					t.Errorf("%s: got %q, want %q (answer %q)", c.name, got, c.want, v.answer)
 				}
 			}

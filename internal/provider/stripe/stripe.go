@@ -36,6 +36,11 @@ type Config struct {
 	MaxNetworkRetries int
 	// Logger receives the adapter's own logs; nil discards them.
 	Logger *slog.Logger
+	// KeyRetention (PROVIDER_KEY_RETENTION) and SearchLag
+	// (PROVIDER_SEARCH_GRACE) make the adapter's profile; zero takes
+	// provider.StripeKeyRetention and provider.DefaultSearchLag.
+	KeyRetention time.Duration
+	SearchLag    time.Duration
 }
 
 // Provider is the Stripe implementation of provider.Provider. It is safe for
@@ -44,6 +49,7 @@ type Provider struct {
 	backends *stripego.Backends
 	log      *slog.Logger
 	retries  int
+	profile  provider.Profile
 	clients  sync.Map // secret key -> *client.API
 }
 
@@ -73,8 +79,21 @@ func New(cfg Config) *Provider {
 		},
 		log:     logger,
 		retries: cfg.MaxNetworkRetries,
+		profile: provider.StripeProfile(orDefault(cfg.KeyRetention, provider.StripeKeyRetention),
+			orDefault(cfg.SearchLag, provider.DefaultSearchLag)),
 	}
 }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Profile is Stripe's idempotency contract with the configured retention
+// and search lag.
+func (p *Provider) Profile() provider.Profile { return p.profile }
 
 // Retries is how often stripe-go re-sends one call on its own.
 func (p *Provider) Retries() int { return p.retries }

@@ -431,7 +431,7 @@ func TestResentCallCountsAsRecovery(t *testing.T) {
 	if res.Answer != provider.AnswerCredentials || !res.Resent {
 		t.Fatalf("answer %q resent %v, want credentials on a re-sent call", res.Answer, res.Resent)
 	}
-	if got := provider.Judge(res.Answer, provider.Send{Recovery: res.Resent, InWindow: true, Authorize: true}); got != provider.Unknown {
+	if got := provider.Judge(p.Profile(), res.Answer, provider.Send{Recovery: res.Resent, InWindow: true, Authorize: true}); got != provider.Unknown {
 		t.Fatalf("judged %q, want unknown", got)
 	}
 	if p.Retries() != 1 {
