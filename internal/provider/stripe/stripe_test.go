@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -467,4 +468,22 @@ func TestMissingStripeMockFailsWhenRequired(t *testing.T) {
 			t.Errorf("env %v: failed %v, skipped %v; want failed %v", tc.env, r.failed, r.skipped, tc.wantFailed)
 		}
 	}
+}
+
+// The adapter's profile is Stripe's, with PROVIDER_KEY_RETENTION and
+// PROVIDER_SEARCH_GRACE when they are set.
+func TestProfileFromConfig(t *testing.T) {
+	t.Parallel()
+	if got, want := New(Config{}).Profile(), provider.StripeProfile(24*time.Hour, 5*time.Minute); !sameProfile(got, want) {
+		t.Errorf("default profile = %+v, want %+v", got, want)
+	}
+	got := New(Config{KeyRetention: time.Hour, SearchLag: time.Minute}).Profile()
+	if want := provider.StripeProfile(time.Hour, time.Minute); !sameProfile(got, want) {
+		t.Errorf("configured profile = %+v, want %+v", got, want)
+	}
+}
+
+func sameProfile(a, b provider.Profile) bool {
+	return a.Name == b.Name && a.KeyRetention == b.KeyRetention && a.SearchLag == b.SearchLag &&
+		a.CredentialsFirst == b.CredentialsFirst && maps.Equal(a.Stores, b.Stores)
 }
