@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/logging"
+	"github.com/acmepay/payments/internal/provider"
 )
 
 // config is every setting, read from the environment.
@@ -49,7 +50,13 @@ type config struct {
 	ReconcileMaxBackoff time.Duration
 	ReconcileAlertAfter time.Duration
 	ProviderSearchGrace time.Duration
-	PurgeInterval       time.Duration
+	// MercadoPagoKeyRetention (MERCADOPAGO_KEY_RETENTION, default 0s: Mercado
+	// Pago documents none, so its keys are only looked up on recovery) and
+	// MercadoPagoSearchGrace (MERCADOPAGO_SEARCH_GRACE, 5m) make Mercado
+	// Pago's idempotency profile (CONTRACT §15).
+	MercadoPagoKeyRetention time.Duration
+	MercadoPagoSearchGrace  time.Duration
+	PurgeInterval           time.Duration
 	// AuditInterval and AuditWindow: how often serve compares final
 	// payments changed within the window with the provider; AuditRate caps
 	// the audit's provider calls per second.
@@ -197,8 +204,33 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err := c.checkHTTP(getenv("HTTP_MAX_HEADER_BYTES")); err != nil {
 		return c, err
 	}
+	if err := c.loadMercadoPago(getenv); err != nil {
+		return c, err
+	}
 	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// loadMercadoPago reads Mercado Pago's idempotency profile. Its retention
+// may be zero (the default: keys are never re-sent on recovery); its search
+// grace may not, or a search that lags would prove no effect.
+func (c *config) loadMercadoPago(getenv func(string) string) error {
+	c.MercadoPagoKeyRetention, c.MercadoPagoSearchGrace = provider.MercadoPagoKeyRetention, provider.DefaultSearchLag
+	if v := getenv("MERCADOPAGO_KEY_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("MERCADOPAGO_KEY_RETENTION must be a Go duration of 0s or more such as 0s or 24h, not %q", v)
+		}
+		c.MercadoPagoKeyRetention = d
+	}
+	if v := getenv("MERCADOPAGO_SEARCH_GRACE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("MERCADOPAGO_SEARCH_GRACE must be a positive Go duration such as 5m, not %q", v)
+		}
+		c.MercadoPagoSearchGrace = d
+	}
+	return nil
 }

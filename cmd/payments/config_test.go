@@ -88,3 +88,32 @@ func TestLoadConfigReconcileSchedule(t *testing.T) {
 		}
 	}
 }
+
+// Mercado Pago keeps no key the service may count on unless told: a zero
+// retention is valid and the default; its search grace must be positive.
+func TestLoadConfigMercadoPagoProfile(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MercadoPagoKeyRetention != 0 || c.MercadoPagoSearchGrace != 5*time.Minute {
+		t.Fatalf("defaults = %v, %v; want 0s, 5m", c.MercadoPagoKeyRetention, c.MercadoPagoSearchGrace)
+	}
+	c, err = loadConfig(env("MERCADOPAGO_KEY_RETENTION", "24h", "MERCADOPAGO_SEARCH_GRACE", "90s"))
+	if err != nil || c.MercadoPagoKeyRetention != 24*time.Hour || c.MercadoPagoSearchGrace != 90*time.Second {
+		t.Fatalf("set = %v, %v (%v); want 24h, 90s", c.MercadoPagoKeyRetention, c.MercadoPagoSearchGrace, err)
+	}
+	if a := c.appConfig(nil); a.MercadoPagoKeyRetention != 24*time.Hour || a.MercadoPagoSearchGrace != 90*time.Second {
+		t.Fatalf("app config = %v, %v; want 24h, 90s", a.MercadoPagoKeyRetention, a.MercadoPagoSearchGrace)
+	}
+	if c, err = loadConfig(env("MERCADOPAGO_KEY_RETENTION", "0s")); err != nil || c.MercadoPagoKeyRetention != 0 {
+		t.Fatalf("0s = %v, %v; want 0s accepted", c.MercadoPagoKeyRetention, err)
+	}
+	for _, bad := range [][]string{{"MERCADOPAGO_KEY_RETENTION", "-1s"}, {"MERCADOPAGO_KEY_RETENTION", "forever"},
+		{"MERCADOPAGO_SEARCH_GRACE", "0s"}, {"MERCADOPAGO_SEARCH_GRACE", "-5m"}, {"MERCADOPAGO_SEARCH_GRACE", "soon"}} {
+		if _, err := loadConfig(env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%s: err %v, want one naming the setting", bad[0], bad[1], err)
+		}
+	}
+}

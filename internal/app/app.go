@@ -54,10 +54,16 @@ type Config struct {
 	InProgressLease      time.Duration
 	ProviderKeyRetention time.Duration
 	ProviderSearchGrace  time.Duration
-	ReconcileInterval    time.Duration
-	ReconcileAfter       time.Duration
-	ReconcileMaxBackoff  time.Duration
-	ReconcileAlertAfter  time.Duration
+	// MercadoPagoKeyRetention and MercadoPagoSearchGrace make Mercado
+	// Pago's profile (provider.MercadoPagoProfile) once its adapter is
+	// wired. A zero retention is the default (keys only looked up on
+	// recovery); a zero grace takes provider.DefaultSearchLag.
+	MercadoPagoKeyRetention time.Duration
+	MercadoPagoSearchGrace  time.Duration
+	ReconcileInterval       time.Duration
+	ReconcileAfter          time.Duration
+	ReconcileMaxBackoff     time.Duration
+	ReconcileAlertAfter     time.Duration
 	// ResponseTTL, TombstoneTTL and PurgeInterval: the retention windows
 	// of idempotency keys; zero takes the Default* below.
 	ResponseTTL   time.Duration
