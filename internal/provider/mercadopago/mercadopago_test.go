@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acmepay/payments/internal/provider"
 )
@@ -207,9 +208,6 @@ func TestRetrieveAndSearch(t *testing.T) {
 	if _, err := p.RetrieveIntent(ctx, creds, "pi_123"); !errors.Is(err, provider.ErrNotFound) {
 		t.Fatalf("retrieve of a non-numeric id: %v, want ErrNotFound", err)
 	}
-	if d, err := p.ListDisputes(ctx, creds, "123"); err != nil || d == nil || len(d) != 0 {
-		t.Fatalf("disputes %v, %v; want an empty list", d, err)
-	}
 }
 
 func TestListRefunds(t *testing.T) {
@@ -245,4 +243,41 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+func TestListDisputes(t *testing.T) {
+	t.Parallel()
+	f := &fakeMP{answer: func(s seen) (int, string) {
+		if s.query != "payment_id=123" {
+			return 200, `{"paging":{"total":0},"results":[]}`
+		}
+		return 200, `{"paging":{"offset":0,"limit":25,"total":3},"results":[
+{"id":"234000062890459000","payments":[123],"currency":"BRL","amount":10.5,"reason":"general","coverage_applied":null,
+ "documentation_required":true,"documentation_status":"not_supplied","date_documentation_deadline":"2026-12-10T12:00:00.000-04:00"},
+{"id":2,"payments":[123],"amount":1,"reason":"fraud","coverage_applied":true,"documentation_status":"valid"},
+{"id":3,"payments":[123],"amount":2,"reason":"fraud","coverage_applied":false,"documentation_status":"invalid"}]}`
+	}}
+	p := newFake(t, f)
+	got, err := p.ListDisputes(context.Background(), creds, "123")
+	if err != nil || len(got) != 3 {
+		t.Fatalf("disputes %+v, %v", got, err)
+	}
+	wantPath(t, f.last(t), http.MethodGet, "/v1/chargebacks/search")
+	want := []provider.Dispute{
+		{ID: "234000062890459000", IntentID: "123", Amount: 1050, Reason: "general", Status: "not_supplied",
+			EvidenceDueBy: time.Date(2026, 12, 10, 16, 0, 0, 0, time.UTC)},
+		{ID: "2", IntentID: "123", Amount: 100, Reason: "fraud", Status: "won", Closed: true},
+		{ID: "3", IntentID: "123", Amount: 200, Reason: "fraud", Status: "lost", Closed: true},
+	}
+	for i, w := range want {
+		if got[i] != w {
+			t.Errorf("dispute %d = %+v, want %+v", i, got[i], w)
+		}
+	}
+	if _, ok := f.last(t).header["X-Idempotency-Key"]; ok {
+		t.Error("a GET carried an idempotency key")
+	}
+	if d, err := p.ListDisputes(context.Background(), creds, "124"); err != nil || len(d) != 0 {
+		t.Fatalf("no chargebacks: %v, %v", d, err)
+	}
 }
