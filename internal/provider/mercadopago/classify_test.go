@@ -81,7 +81,7 @@ func TestPixNextAction(t *testing.T) {
 		t.Fatalf("next action %+v, want %+v", na, want)
 	}
 	s := f.last(t)
-	if s.body["payment_method_id"] != "pix" || s.body["date_of_expiration"] != "2026-12-04T12:30:00Z" || s.body["token"] != nil {
+	if s.body["payment_method_id"] != "pix" || s.body["date_of_expiration"] != "2026-12-04T12:30:00.000+00:00" || s.body["token"] != nil {
 		t.Fatalf("pix body %v", s.body)
 	}
 }
@@ -122,7 +122,7 @@ func TestBoletoPayerAndNextAction(t *testing.T) {
 	payer, _ := s.body["payer"].(map[string]any)
 	id, _ := payer["identification"].(map[string]any)
 	addr, _ := payer["address"].(map[string]any)
-	if s.body["payment_method_id"] != "bolbradesco" || s.body["date_of_expiration"] != "2026-12-09T12:00:00Z" ||
+	if s.body["payment_method_id"] != "bolbradesco" || s.body["date_of_expiration"] != "2026-12-09T12:00:00.000+00:00" ||
 		payer["email"] != "ana@example.com" || payer["first_name"] != "Ana" || payer["last_name"] != "Maria Souza" ||
 		id["type"] != "CPF" || id["number"] != "52998224725" {
 		t.Fatalf("boleto body %v", s.body)

@@ -124,13 +124,13 @@ func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r prov
 	if res, bad := precheck(c, r.IdempotencyKey); bad {
 		return res
 	}
-	body, err := p.paymentRequest(r)
+	body, set, err := p.paymentRequest(r)
 	if err != nil {
 		// Nothing is sent, so nothing can have happened, also on recovery.
 		return provider.Result{Answer: provider.AnswerInvalid, FailureCode: codeUnsupported, FailureMessage: err.Error()}
 	}
-	capture := r.CaptureMethod != "manual"
-	cl := &call{idemKey: r.IdempotencyKey, capture: &capture}
+	set["capture"] = r.CaptureMethod != "manual"
+	cl := &call{idemKey: r.IdempotencyKey, set: set}
 	resp, err := p.sdk(accessToken(c)).payment.Create(withCall(ctx, cl), body)
 	return p.result(opAuthorize, "", resp, err, cl)
 }

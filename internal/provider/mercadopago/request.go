@@ -22,21 +22,26 @@ const (
 	defaultInstallment = 1
 )
 
-// paymentRequest builds the create-payment body. The caller's metadata is
+// expiryLayout is date_of_expiration as the API reference writes it
+// (yyyy-MM-dd'T'HH:mm:ss.SSSZ, e.g. 2022-11-17T09:37:52.000-04:00).
+const expiryLayout = "2006-01-02T15:04:05.000-07:00"
+
+// paymentRequest builds the create-payment body, and the fields the
+// requester writes into it as they are (see call.set). The caller's metadata is
 // sent as metadata; external_reference is "{payment_id}:{attempt}", which
 // the lookups search for. Mercado Pago needs the payer's email for every
 // payment, and for a Boleto their name, CPF or CNPJ and address.
-func (p *Provider) paymentRequest(r provider.AuthorizeRequest) (payment.Request, error) {
+func (p *Provider) paymentRequest(r provider.AuthorizeRequest) (payment.Request, map[string]any, error) {
 	ref, err := externalReference(r.Metadata)
 	if err != nil {
-		return payment.Request{}, err
+		return payment.Request{}, nil, err
 	}
 	if !siteCurrencies[strings.ToUpper(r.Currency)] {
-		return payment.Request{}, fmt.Errorf("currency %q is not one Mercado Pago charges in", r.Currency)
+		return payment.Request{}, nil, fmt.Errorf("currency %q is not one Mercado Pago charges in", r.Currency)
 	}
 	b := r.BillingDetails
 	if b == nil || b.Email == "" {
-		return payment.Request{}, errors.New("mercado pago needs the payer's email (billing_details.email)")
+		return payment.Request{}, nil, errors.New("mercado pago needs the payer's email (billing_details.email)")
 	}
 	req := payment.Request{
 		TransactionAmount: toMajor(r.Amount),
@@ -49,11 +54,12 @@ func (p *Provider) paymentRequest(r provider.AuthorizeRequest) (payment.Request,
 	for k, v := range r.Metadata {
 		req.Metadata[k] = v
 	}
-	return req, p.paymentMethod(&req, r)
+	set := map[string]any{}
+	return req, set, p.paymentMethod(&req, set, r)
 }
 
 // paymentMethod fills in the card, Pix or Boleto part of a request.
-func (p *Provider) paymentMethod(req *payment.Request, r provider.AuthorizeRequest) error {
+func (p *Provider) paymentMethod(req *payment.Request, set map[string]any, r provider.AuthorizeRequest) error {
 	if r.CaptureMethod == "manual" && r.MercadoPago == nil {
 		return errors.New("only a card can be authorized for a later capture")
 	}
@@ -74,16 +80,14 @@ func (p *Provider) paymentMethod(req *payment.Request, r provider.AuthorizeReque
 		if secs <= 0 {
 			secs = defaultPixSeconds
 		}
-		exp := p.now().Add(time.Duration(secs) * time.Second).Truncate(time.Second)
-		req.DateOfExpiration = &exp
+		set["date_of_expiration"] = p.now().Add(time.Duration(secs) * time.Second).UTC().Format(expiryLayout)
 	case r.PaymentMethod == provider.MethodBoleto:
 		req.PaymentMethodID = p.boleto
 		days := r.ExpiresIn
 		if days <= 0 {
 			days = defaultBoletoDays
 		}
-		exp := p.now().AddDate(0, 0, int(days)).Truncate(time.Second)
-		req.DateOfExpiration = &exp
+		set["date_of_expiration"] = p.now().AddDate(0, 0, int(days)).UTC().Format(expiryLayout)
 		return boletoPayer(req.Payer, r.BillingDetails)
 	default:
 		return errors.New("a card on Mercado Pago needs its Mercado Pago token (payment_methods.mercadopago)")

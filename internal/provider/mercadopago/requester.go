@@ -25,9 +25,10 @@ type callKey struct{}
 type call struct {
 	// idemKey is the service's derived key, sent on every non-GET request.
 	idemKey string
-	// capture, when set, is written into the JSON body as "capture": sdk-go
-	// drops a false one (omitempty) and Mercado Pago then captures at once.
-	capture *bool
+	// set are fields written into the JSON body as they are: "capture",
+	// which sdk-go drops when false (omitempty) so that Mercado Pago would
+	// capture at once, and "date_of_expiration" in the documented format.
+	set map[string]any
 	// sends counts the connections the call used (see countSends).
 	sends atomic.Int32
 }
@@ -79,16 +80,16 @@ func (r *requester) Do(req *http.Request) (*http.Response, error) {
 		return nil, errNoKey
 	}
 	out.Header.Set("X-Idempotency-Key", c.idemKey)
-	if c.capture != nil {
-		if err := setCapture(out, *c.capture); err != nil {
+	if len(c.set) > 0 {
+		if err := setFields(out, c.set); err != nil {
 			return nil, err
 		}
 	}
 	return r.client.Do(out)
 }
 
-// setCapture writes "capture" into the request's JSON object body.
-func setCapture(req *http.Request, capture bool) error {
+// setFields writes fields into the request's JSON object body.
+func setFields(req *http.Request, set map[string]any) error {
 	fields := map[string]json.RawMessage{}
 	if req.Body != nil {
 		raw, err := io.ReadAll(req.Body)
@@ -102,7 +103,13 @@ func setCapture(req *http.Request, capture bool) error {
 			}
 		}
 	}
-	fields["capture"] = json.RawMessage(fmt.Sprint(capture))
+	for k, v := range set {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fields[k] = raw
+	}
 	body, err := json.Marshal(fields)
 	if err != nil {
 		return err
