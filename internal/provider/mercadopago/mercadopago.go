@@ -228,7 +228,7 @@ func (p *Provider) result(o op, intentID string, resp *payment.Response, err err
 	if v.answer == provider.AnswerObject && (resp == nil || resp.ID == 0) {
 		v = unknown(errEmptyAnswer)
 	}
-	in := (*provider.Intent)(nil)
+	var in *provider.Intent
 	if v.answer == provider.AnswerObject {
 		in = toIntent(resp)
 		if o == opAuthorize && resp.Status == statusRejected {
