@@ -192,6 +192,18 @@ type AuthorizeRequest struct {
 	// ExpiresIn: seconds for Pix, days for Boleto.
 	ExpiresIn      int64           `json:",omitempty"`
 	BillingDetails *BillingDetails `json:",omitempty"`
+	// MercadoPago is a card tokenized by Mercado Pago's own frontend
+	// (CONTRACT §15); PaymentMethod is then ignored by that adapter and
+	// this field by the others.
+	MercadoPago *MercadoPagoCard `json:",omitempty"`
+}
+
+// MercadoPagoCard is what Mercado Pago needs to charge a card: its token,
+// the brand its frontend reported (visa, master, …) and the installments.
+type MercadoPagoCard struct {
+	Token           string `json:"token"`
+	PaymentMethodID string `json:"payment_method_id"`
+	Installments    int    `json:"installments"`
 }
 
 // CaptureRequest captures an authorized payment; Amount 0 captures in full.
