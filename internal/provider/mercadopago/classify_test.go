@@ -60,7 +60,7 @@ func TestRejectedIsACardError(t *testing.T) {
 		res.Intent.State != provider.IntentNeedsPaymentMethod {
 		t.Fatalf("result %+v, want a card error with the intent", res)
 	}
-	if got := provider.Judge(res.Answer, provider.Send{Authorize: true}); got != provider.Declined {
+	if got := provider.Judge(newFake(t, f).Profile(), res.Answer, provider.Send{Authorize: true}); got != provider.Declined {
 		t.Fatalf("judged %q, want declined", got)
 	}
 }
@@ -233,5 +233,24 @@ func TestBrokenKeepAliveResendIsCounted(t *testing.T) {
 	// A call sent once is not a re-send.
 	if res := p.Authorize(ctx, creds, cardReq()); res.Answer != provider.AnswerObject || res.Resent {
 		t.Fatalf("second call: answer %q resent %v, want sent once", res.Answer, res.Resent)
+	}
+}
+
+func TestProfileFromConfig(t *testing.T) {
+	t.Parallel()
+	def, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := def.Profile(); p.Name != provider.MercadoPagoProfile(0, provider.DefaultSearchLag).Name ||
+		p.KeyRetention != 0 || p.SearchLag != provider.DefaultSearchLag {
+		t.Fatalf("default profile = %+v, want Mercado Pago's with no retention and the default search lag", p)
+	}
+	set, err := New(Config{KeyRetention: time.Hour, SearchLag: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := set.Profile(); p.KeyRetention != time.Hour || p.SearchLag != time.Minute {
+		t.Fatalf("profile = %+v, want retention 1h and search lag 1m", p)
 	}
 }

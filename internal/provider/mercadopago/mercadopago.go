@@ -46,6 +46,12 @@ type Config struct {
 	// BoletoMethodID is the payment_method_id of a Boleto; "" means
 	// "bolbradesco".
 	BoletoMethodID string
+	// KeyRetention (MERCADOPAGO_KEY_RETENTION, 0 by default: undocumented,
+	// so keys are only looked up on recovery) and SearchLag
+	// (MERCADOPAGO_SEARCH_GRACE; 0 means provider.DefaultSearchLag) make
+	// the adapter's idempotency profile.
+	KeyRetention time.Duration
+	SearchLag    time.Duration
 }
 
 // Provider is the Mercado Pago implementation of provider.Provider. It is
@@ -55,6 +61,7 @@ type Provider struct {
 	log     *slog.Logger
 	now     func() time.Time
 	boleto  string
+	profile provider.Profile
 	clients sync.Map // access token -> *sdkClients
 }
 
@@ -81,6 +88,11 @@ func New(cfg Config) (*Provider, error) {
 		now:    cfg.Now,
 		boleto: cfg.BoletoMethodID,
 	}
+	lag := cfg.SearchLag
+	if lag <= 0 {
+		lag = provider.DefaultSearchLag
+	}
+	p.profile = provider.MercadoPagoProfile(max(cfg.KeyRetention, 0), lag)
 	if p.req.client == nil {
 		p.req.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
@@ -100,6 +112,9 @@ func New(cfg Config) (*Provider, error) {
 // silent re-send on a broken keep-alive connection is not a retry policy
 // but is counted in Result.Resent.
 func (p *Provider) Retries() int { return 0 }
+
+// Profile is Mercado Pago's idempotency profile as configured.
+func (p *Provider) Profile() provider.Profile { return p.profile }
 
 // accessToken is the one place that reads Mercado Pago's credentials.
 // SecretKey carries the access token until accounts hold per-provider
