@@ -256,19 +256,5 @@ func (p *Provider) result(o op, intentID string, resp *payment.Response, err err
 }
 
 func (p *Provider) logVerdict(o op, intentID string, v verdict) {
-	level := slog.LevelDebug
-	if v.answer == provider.AnswerIndeterminate || v.answer == provider.AnswerCredentials {
-		level = slog.LevelWarn
-	}
-	attrs := []slog.Attr{slog.String("op", string(o)), slog.String("answer", string(v.answer))}
-	if intentID != "" {
-		attrs = append(attrs, slog.String("intent_id", intentID))
-	}
-	if v.code != "" {
-		attrs = append(attrs, slog.String("code", v.code))
-	}
-	if v.err != nil {
-		attrs = append(attrs, slog.String("err", v.err.Error()))
-	}
-	p.log.LogAttrs(context.Background(), level, "mercadopago call", attrs...)
+	provider.LogCall(p.log, "mercadopago call", string(o), intentID, v.answer, v.code, v.err)
 }
