@@ -162,6 +162,7 @@ func (s *Server) startChallenge(a *account, pi *intentRecord, c *call) {
 // expireDue expires the account's Pix and Boleto intents whose expiry has
 // passed. Requires s.mu.
 func (s *Server) expireDue(a *account, now time.Time) {
+	s.mpExpireDue(a, now)
 	if len(a.waiting) == 0 {
 		return
 	}
@@ -308,12 +309,17 @@ func (pi *intentRecord) snapshot() Intent {
 // pixPayload is a Pix "copia e cola" code in the EMV BR Code layout, with a
 // made-up key and a valid CRC, so wallets' parsers accept its shape.
 func pixPayload(pi *intentRecord) string {
+	return brCode("sim-"+strings.ToLower(pi.ID[3:15])+"@providersim.test", pi.Amount, pi.ID[3:])
+}
+
+// brCode is a Pix BR Code paying amount (cents) to key, with txid.
+func brCode(key string, amount int64, txid string) string {
 	field := func(id, v string) string { return id + fmt.Sprintf("%02d", len(v)) + v }
-	account := field("00", "br.gov.bcb.pix") + field("01", "sim-"+strings.ToLower(pi.ID[3:15])+"@providersim.test")
-	amount := strconv.FormatFloat(float64(pi.Amount)/100, 'f', 2, 64)
+	account := field("00", "br.gov.bcb.pix") + field("01", key)
+	value := strconv.FormatFloat(float64(amount)/100, 'f', 2, 64)
 	p := field("00", "01") + field("26", account) + field("52", "0000") + field("53", "986") +
-		field("54", amount) + field("58", "BR") + field("59", "PROVIDERSIM") + field("60", "SAO PAULO") +
-		field("62", field("05", pi.ID[3:]))
+		field("54", value) + field("58", "BR") + field("59", "PROVIDERSIM") + field("60", "SAO PAULO") +
+		field("62", field("05", txid))
 	p += "6304"
 	return p + fmt.Sprintf("%04X", crc16CCITT(p))
 }

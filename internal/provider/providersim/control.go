@@ -205,8 +205,8 @@ func (s *Server) secretControl(takesOps bool, apply func(secretKey string, ops .
 		}
 		var err error
 		switch {
-		case !strings.HasPrefix(in.SecretKey, "sk_"):
-			err = fmt.Errorf("secret_key: want a key starting with sk_, got %q", in.SecretKey)
+		case !strings.HasPrefix(in.SecretKey, "sk_") && !isMPToken(in.SecretKey):
+			err = fmt.Errorf("secret_key: want a key starting with sk_ (or a Mercado Pago access token), got %q", in.SecretKey)
 		case len(in.Ops) > 0 && !takesOps:
 			err = fmt.Errorf("ops: only forbid takes ops")
 		}

@@ -13,6 +13,7 @@ type idemEntry struct {
 	fingerprint string
 	created     time.Time
 	done        bool
+	mp          bool // a Mercado Pago key, kept for the Mercado Pago retention
 	res         result
 }
 
@@ -26,7 +27,7 @@ const (
 
 // claim looks the key up and, when unknown or expired, reserves it for the
 // caller.
-func (s *Server) claim(key, idemKey, fp string) (*idemEntry, result, claimState) {
+func (s *Server) claim(key, idemKey, fp string, mp bool) (*idemEntry, result, claimState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.account(key)
@@ -43,9 +44,11 @@ func (s *Server) claim(key, idemKey, fp string) (*idemEntry, result, claimState)
 	e := a.keys[idemKey]
 	switch {
 	case e == nil || s.expired(e, now):
-		e = &idemEntry{fingerprint: fp, created: now}
+		e = &idemEntry{fingerprint: fp, created: now, mp: mp}
 		a.keys[idemKey] = e
 		return e, result{}, claimNew
+	case mp:
+		return mpClaimAnswer(e, fp, idemKey)
 	case e.fingerprint != fp:
 		return nil, failed(http.StatusBadRequest, &apiError{Type: idempotencyError,
 			Message: "Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '" + idemKey + "' if you meant to execute a different request."}), claimRejected
@@ -60,7 +63,11 @@ func (s *Server) claim(key, idemKey, fp string) (*idemEntry, result, claimState)
 // expired reports whether a completed key is past retention; a key whose
 // request is still running is never forgotten by age.
 func (s *Server) expired(e *idemEntry, now time.Time) bool {
-	return e.done && now.Sub(e.created) >= s.opts.KeyRetention
+	retention := s.opts.KeyRetention
+	if e.mp {
+		retention = s.mp.retention
+	}
+	return e.done && now.Sub(e.created) >= retention
 }
 
 // unclaim frees a key reserved by claim whose request stored nothing.
@@ -84,6 +91,10 @@ func (a *account) release(idemKey string, e *idemEntry) {
 // fingerprint hashes what Stripe compares on reuse of a key: the endpoint and
 // the parameters (url.Values.Encode sorts them).
 func fingerprint(r *http.Request) string {
-	h := sha256.Sum256([]byte(r.Method + " " + r.URL.Path + "?" + r.Form.Encode()))
+	return fingerprintOf(r.Method + " " + r.URL.Path + "?" + r.Form.Encode())
+}
+
+func fingerprintOf(s string) string {
+	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
 }

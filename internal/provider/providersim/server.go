@@ -117,6 +117,13 @@ type Options struct {
 	// WebhookClient sends webhook deliveries. Default: a client with a 10s
 	// timeout.
 	WebhookClient *http.Client
+	// MPKeyRetention is how long a Mercado Pago X-Idempotency-Key is
+	// remembered after its first use. Default 24h; Mercado Pago does not
+	// document it. SetMPKeyRetention changes it later, 0 included.
+	MPKeyRetention time.Duration
+	// MPSearchLag hides Mercado Pago payments from search until they are
+	// this old. Default 0.
+	MPSearchLag time.Duration
 }
 
 // RandomFaults are per-request probabilities of a fault on mutating (POST)
@@ -186,6 +193,7 @@ type Server struct {
 	random    RandomFaults
 	rng       *rand.Rand
 	hooks     webhookState
+	mp        mpSettings
 }
 
 // account is the state of one secret key.
@@ -198,6 +206,7 @@ type account struct {
 	refundOrder []*refund  // refunds in creation order
 	disputes    []*dispute // in creation order
 	keys        map[string]*idemEntry
+	mp          *mpAccount // Mercado Pago payments, when the key is an access token
 	swept       time.Time
 	stats       Stats
 	events      []Event
@@ -217,6 +226,7 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, accounts: map[string]*account{}, byID: map[int]*Injected{},
 		revoked: map[string]bool{}, forbidden: map[string]map[string]bool{}}
 	s.hooks.init()
+	s.mp.init(opts)
 	s.SetRandomFaults(opts.RandomFaults)
 
 	m := http.NewServeMux()
@@ -231,6 +241,7 @@ func New(opts Options) *Server {
 	m.Handle("GET /v1/refunds/{id}", s.endpoint("retrieve_refund", (*Server).getRefund))
 	m.Handle("GET /v1/disputes", s.endpoint("list_disputes", (*Server).listDisputes))
 	m.Handle("GET /v1/account", s.endpoint("account", (*Server).getAccount))
+	s.mpRoutes(m)
 	m.Handle("/", s.endpoint("", nil))
 	s.controlRoutes(m)
 	s.mux = m
@@ -331,6 +342,7 @@ type call struct {
 	form    map[string][]string
 	idemKey string
 	now     time.Time
+	body    []byte // a JSON body (Mercado Pago)
 }
 
 // result is an endpoint's answer. final marks answers produced after the
@@ -364,7 +376,7 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 		var res result
 		if c.idemKey != "" {
 			var state claimState
-			entry, res, state = s.claim(key, c.idemKey, fingerprint(r))
+			entry, res, state = s.claim(key, c.idemKey, fingerprint(r), false)
 			if state == claimRejected {
 				s.reply(w, rec, res)
 				return
@@ -417,7 +429,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, op string,
 // perform runs the call, unless it replays res, between the faults picked
 // for it, and answers.
 func (s *Server) perform(w http.ResponseWriter, r *http.Request, rec *Request, key string, c *call, run runFunc, entry *idemEntry, res result) {
-	before, after := s.pickFaults(rec.Op, c.idemKey, r.Method == http.MethodPost)
+	before, after := s.pickFaults(rec.Op, c.idemKey, r.Method != http.MethodGet)
 	if before.kind != "" {
 		rec.Fault = before.kind
 		before.apply(r.Context())
@@ -426,7 +438,11 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, rec *Request, k
 				s.unclaim(key, c.idemKey, entry)
 			}
 			rec.Replayed = false
-			s.reply(w, rec, before.errorResult())
+			if strings.HasPrefix(rec.Op, "mp_") {
+				s.reply(w, rec, mpFaultResult(before.kind))
+			} else {
+				s.reply(w, rec, before.errorResult())
+			}
 			return
 		}
 	}

@@ -28,6 +28,7 @@ type Event struct {
 	IntentStatus string    `json:"intent_status"`
 	Created      time.Time `json:"created"`
 	Payload      []byte    `json:"-"`
+	mpDataID     string    // a Mercado Pago notification's data.id
 }
 
 // Delivery is one attempt to POST an event to a webhook endpoint.
@@ -164,6 +165,9 @@ func (s *Server) send() {
 // HMAC-SHA256 of "t.payload" with the endpoint's secret. There are no
 // retries; Redeliver sends an event again.
 func (s *Server) deliver(o outgoing) Delivery {
+	if o.ev.mpDataID != "" {
+		return s.mpDeliver(o)
+	}
 	now := time.Now()
 	d := Delivery{EventID: o.ev.ID, Type: o.ev.Type, URL: o.ep.url, Time: now}
 	req, err := http.NewRequest(http.MethodPost, o.ep.url, bytes.NewReader(o.ev.Payload))
