@@ -1,6 +1,6 @@
-// Command providersim serves the Stripe-compatible provider simulator for
-// local runs and out-of-process tests. Point STRIPE_API_BASE at the address it
-// prints; drive faults, revoke secret keys, move its clock past the key
+// Command providersim serves the Stripe- and Mercado Pago-compatible provider
+// simulator for local runs and out-of-process tests. Point STRIPE_API_BASE
+// (and MERCADOPAGO_API_BASE) at the address it prints; drive faults, revoke secret keys, move its clock past the key
 // retention, pay or expire Pix and Boleto, answer 3-D Secure challenges,
 // register webhook endpoints and read counters through its /_sim/ control API.
 package main
@@ -43,12 +43,23 @@ func run() error {
 	}
 	flag.StringVar(&addr, "addr", addr, "listen address (env PROVIDERSIM_ADDR)")
 	flag.DurationVar(&retention, "key-retention", retention, "how long idempotency keys are remembered (env PROVIDERSIM_KEY_RETENTION)")
+	mpRetention, err := envDuration("PROVIDERSIM_MP_KEY_RETENTION", 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	mpLag, err := envDuration("PROVIDERSIM_MP_SEARCH_LAG", 0)
+	if err != nil {
+		return err
+	}
+	flag.DurationVar(&mpRetention, "mp-key-retention", mpRetention, "how long Mercado Pago X-Idempotency-Keys are remembered; 0: none (env PROVIDERSIM_MP_KEY_RETENTION)")
+	flag.DurationVar(&mpLag, "mp-search-lag", mpLag, "how old a Mercado Pago payment must be to be found by search (env PROVIDERSIM_MP_SEARCH_LAG)")
 	baseURL := os.Getenv("PROVIDERSIM_BASE_URL")
 	flag.StringVar(&baseURL, "base-url", baseURL, "where browsers reach the hosted 3-D Secure, Pix and Boleto pages (env PROVIDERSIM_BASE_URL; default: the Host each request came to)")
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	sim := providersim.New(providersim.Options{KeyRetention: retention, Logger: logger, BaseURL: baseURL})
+	sim := providersim.New(providersim.Options{KeyRetention: retention, Logger: logger, BaseURL: baseURL, MPSearchLag: mpLag})
+	sim.SetMPKeyRetention(mpRetention) // 0 is a setting here, not the default
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -76,4 +87,17 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// envDuration reads a non-negative duration from the environment.
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s: want a non-negative duration such as 24h, got %q", name, v)
+	}
+	return d, nil
 }

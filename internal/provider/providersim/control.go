@@ -64,7 +64,8 @@ type randomFaultsJSON struct {
 //	POST   /_sim/webhooks/release     {"reverse":true} -> {"released"}
 //	POST   /_sim/webhooks/flush       returns once queued deliveries were attempted
 //
-// and the pages a customer's browser visits: GET/POST /_sim/3ds/{id},
+// and Mercado Pago's (mpControlRoutes, /_sim/mp/…), and the pages a
+// customer's browser visits: GET/POST /_sim/3ds/{id},
 // GET /_sim/pix/{id} (and qr.png, qr.svg), GET /_sim/boleto/{id} (and
 // voucher.pdf).
 func (s *Server) controlRoutes(m *http.ServeMux) {

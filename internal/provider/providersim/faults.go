@@ -48,7 +48,8 @@ var faultBefore = map[FaultKind]bool{
 // random faults only mutating ones.
 type Fault struct {
 	// Op is authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund,
-	// list_refunds or search; "" matches any.
+	// list_refunds or search, or for Mercado Pago mp_create, mp_retrieve,
+	// mp_update, mp_search, mp_refund or mp_list_refunds; "" matches any.
 	Op string
 	// IdempotencyKey must equal the request's; "" matches any.
 	IdempotencyKey string

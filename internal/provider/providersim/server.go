@@ -1,7 +1,8 @@
 // Package providersim is a stateful simulator of the part of the Stripe API
 // that the payment service uses through stripe-go: PaymentIntents (create and
 // confirm, confirm again, retrieve, capture, cancel, search) and refunds (create, retrieve,
-// list), and disputes (list).
+// list), and disputes (list); and of Mercado Pago's payments API as
+// mercadopago/sdk-go uses it (see Mercado Pago below).
 //
 // Payments that wait for the customer work as at Stripe: the test cards
 // pm_card_threeDSecure2Required and pm_card_authenticationRequired answer
@@ -83,6 +84,70 @@
 //   - Stripe-Version, Stripe-Account and livemode are ignored; error messages
 //     follow Stripe's but are not guaranteed word for word; 429s and 5xx
 //     happen only when injected.
+//
+// # Mercado Pago
+//
+// The same server answers the Mercado Pago payments API as
+// github.com/mercadopago/sdk-go v1.8.0 calls it: POST /v1/payments, GET and
+// PUT /v1/payments/{id} (PUT takes {"capture":true} with an optional
+// transaction_amount, or {"status":"cancelled"}), GET
+// /v1/payments/search, and POST and GET /v1/payments/{id}/refunds. Bodies
+// are JSON, ids are numbers, errors are {"message","error","status","cause"}.
+// Any Bearer token starting with TEST- or APP_USR- is an account of its own
+// (RevokeSecret makes it answer 401). Card tokens are test fixtures:
+// tok_<NAME> pays with the test cardholder NAME (APRO approved/accredited,
+// OTHE rejected/cc_rejected_other_reason, CONT pending/pending_contingency,
+// CALL, FUND, SECU, EXPI and FORM rejected with their cc_rejected_* detail),
+// and tok_3DS_<NAME> is a card that, with three_d_secure_mode "optional",
+// answers pending/pending_challenge with three_ds_info.external_resource_url
+// (a hosted challenge page, /_sim/mp/3ds/{id}) before NAME decides. An
+// absent capture captures at once; "capture":false answers
+// authorized/pending_capture. payment_method_id "pix" answers
+// pending/pending_waiting_transfer with point_of_interaction.transaction_data
+// {qr_code, qr_code_base64, ticket_url} and date_of_expiration (default
+// 24h); "bolbradesco" answers pending/pending_waiting_payment with
+// transaction_details.external_resource_url and barcode (due in three days
+// at 23:59:59 São Paulo time). MPPay, MPFail and MPExpire (and
+// /_sim/mp/payments/{id}/…) play the customer; an unpaid Pix or Boleto
+// becomes cancelled/expired when the clock passes its date_of_expiration.
+// Every change notifies the endpoint registered for the access token
+// (RegisterWebhookEndpoint) with {"action":"payment.created" or
+// "payment.updated","type":"payment","data":{"id":…}}, ?data.id=…&type=payment
+// in the URL, x-request-id, and x-signature ts=<Unix seconds>,v1=<hex
+// HMAC-SHA256 of "id:<data.id>;request-id:<x-request-id>;ts:<ts>;"> (see
+// MPSignature). Faults, Stats, Requests and the clock work as for Stripe,
+// with the operations mp_create, mp_retrieve, mp_update (capture and
+// cancel), mp_search, mp_refund and mp_list_refunds.
+//
+// Where it differs from Mercado Pago:
+//   - X-Idempotency-Key (on POST and PUT, optional) is kept per access token
+//     for MPKeyRetention (default 24h, SetMPKeyRetention or POST
+//     /_sim/mp/settings; 0 keeps none). Mercado Pago documents no retention.
+//     The same key with the same method, path and JSON body (key order and
+//     spacing aside) replays the stored answer, rejections included; with a
+//     different body, or while the first request runs, it answers 409
+//     conflict, not kept. Mercado Pago documents neither. Malformed requests
+//     (400 bad_request) are not kept, so a corrected retry executes.
+//   - Search sees a payment MPSearchLag after its creation (default at
+//     once); it filters only by external_reference, sorts oldest first and
+//     ignores sort and criteria. Retrieve has no lag.
+//   - Only the test tokens above exist (any other token is 400 Invalid
+//     card_token_id); payment_method_id is not checked against the token,
+//     amounts are BRL, installments are echoed, fees and net amounts are 0,
+//     and card, payer and 3-D Secure fields are fixtures. Pix and Boleto codes
+//     are made up. A Boleto's CPF or CNPJ is checked for 11 or 14 digits only.
+//   - PUT updates nothing but capture and cancel. Cancel is refused (400,
+//     cause 2063) unless the payment is pending, in_process or authorized,
+//     a cancelled one included; capture needs authorized, refunds need
+//     approved. Refunds are approved at once; the payment goes to
+//     refunded/refunded when fully refunded, else keeps approved with
+//     status_detail partially_refunded. Authorizations never lapse.
+//   - Notifications go to the endpoint registered for the access token, not
+//     to the payment's notification_url (echoed only), once each, with no
+//     retries (Redeliver resends); ts is the wall clock in seconds.
+//   - Error causes and messages follow Mercado Pago's shape, not its exact
+//     codes; answers carry the Stripe-side headers too (Request-Id,
+//     Idempotent-Replayed on a replay), not Mercado Pago's x-request-id.
 package providersim
 
 import (
