@@ -46,10 +46,14 @@ func (s *Server) MPPay(id int64) (MPPayment, error) {
 			return mpUnexpected(p, "paid")
 		case p.StatusDetail == "pending_challenge":
 			s.mpDecide(a, p, now)
-		default:
-			delete(a.mp.waiting, p.ID)
-			p.holder = "APRO"
+		case p.PaymentTypeID == "credit_card":
+			p.holder = "APRO" // a contingency that clears
 			s.mpDecide(a, p, now)
+		default:
+			// Pix and Boleto are paid in full; capture does not apply.
+			delete(a.mp.waiting, p.ID)
+			p.Status, p.StatusDetail, p.Captured, p.approved, p.updated = "approved", "accredited", true, now, now
+			a.stats.Authorizations++
 		}
 		s.mpNotify(a, p, "payment.updated", now)
 		return nil

@@ -42,7 +42,9 @@ func TestMPSettingsThroughControlAPI(t *testing.T) {
 
 func TestMPCustomerActions(t *testing.T) {
 	e := start(t, Options{})
-	pix := e.mp(t, "POST", "/v1/payments", mpToken, "k1", mpPix(2, "r")).want(t, http.StatusCreated)
+	body := mpPix(2, "r")
+	body["capture"] = false // not for Pix: paid is captured
+	pix := e.mp(t, "POST", "/v1/payments", mpToken, "k1", body).want(t, http.StatusCreated)
 	res, err := e.http.PostForm(e.url+"/_sim/mp/pix/"+pix.id(), url.Values{"action": {"pay"}})
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("pix page pay: %v %v", err, res)

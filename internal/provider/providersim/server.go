@@ -206,7 +206,7 @@ type RandomFaults struct {
 type Stats struct {
 	Requests       int `json:"requests"`       // API requests received
 	Replays        int `json:"replays"`        // idempotent replays served
-	Authorizations int `json:"authorizations"` // intents authorized or charged
+	Authorizations int `json:"authorizations"` // intents (and Mercado Pago payments) authorized or charged
 	Declines       int `json:"declines"`
 	Captures       int `json:"captures"`
 	Cancels        int `json:"cancels"`
