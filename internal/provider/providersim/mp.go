@@ -68,6 +68,7 @@ func (s *Server) mpRoutes(m *http.ServeMux) {
 	m.Handle("PUT /v1/payments/{id}", s.mpEndpoint("mp_update", (*Server).mpUpdate))
 	m.Handle("POST /v1/payments/{id}/refunds", s.mpEndpoint("mp_refund", (*Server).mpRefund))
 	m.Handle("GET /v1/payments/{id}/refunds", s.mpEndpoint("mp_list_refunds", (*Server).mpListRefunds))
+	m.Handle("GET /v1/chargebacks/search", s.mpEndpoint("mp_list_chargebacks", (*Server).mpChargebacks))
 	s.mpControlRoutes(m)
 }
 

@@ -211,6 +211,7 @@ func (s *Server) mpControl(f func(int64) (MPPayment, error)) http.HandlerFunc {
 // mpView is what a hosted page shows of a payment.
 type mpView struct {
 	ID, Status, Amount, QRCode, Barcode, Expires string
+	CallbackURL                                  string // where the challenge sends the customer back
 	QRImage                                      template.URL
 	Waiting                                      bool
 }
@@ -226,7 +227,7 @@ func (s *Server) mpViewOf(r *http.Request, typeID string) (mpView, bool) {
 	}
 	s.expireDue(a, s.now())
 	v := mpView{ID: strconv.FormatInt(id, 10), Status: p.Status + "/" + p.StatusDetail, Amount: formatAmount(p.Amount, "BRL"),
-		QRCode: p.qrCode, Barcode: p.barcode, QRImage: template.URL("data:image/png;base64," + p.qrBase64),
+		QRCode: p.qrCode, Barcode: p.barcode, CallbackURL: p.req.CallbackURL, QRImage: template.URL("data:image/png;base64," + p.qrBase64),
 		Waiting: p.Status == "pending" && p.StatusDetail != "pending_contingency"}
 	if p.Expires != nil {
 		v.Expires = p.Expires.In(saoPaulo).Format("2006-01-02 15:04:05 -07:00")
@@ -245,7 +246,8 @@ func (s *Server) mpPage(typeID string, t *template.Template) http.HandlerFunc {
 	}
 }
 
-// mpPageAction handles the pages' buttons: approve (or pay) and fail.
+// mpPageAction handles the pages' buttons: approve (or pay) and fail; then
+// the customer goes back to the payment's callback_url, if any.
 func (s *Server) mpPageAction(typeID string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, ok := s.mpViewOf(r, typeID)
@@ -264,6 +266,10 @@ func (s *Server) mpPageAction(typeID string) http.HandlerFunc {
 			return
 		}
 		after, _ := s.mpViewOf(r, typeID)
+		if after.CallbackURL != "" {
+			http.Redirect(w, r, after.CallbackURL, http.StatusSeeOther)
+			return
+		}
 		render(w, mpDonePage, after)
 	}
 }

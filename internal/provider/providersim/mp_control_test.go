@@ -93,3 +93,52 @@ func TestMPKeyInFlightIsAConflict(t *testing.T) {
 		t.Fatal("no replay after the first request ended")
 	}
 }
+
+func TestMPChallengeReturnsToCallbackURL(t *testing.T) {
+	e := start(t, Options{})
+	body := mpCard("tok_3DS_FUND", 7)
+	body["three_d_secure_mode"] = "optional"
+	body["callback_url"] = "https://shop.example/back"
+	p := e.mp(t, "POST", "/v1/payments", mpToken, "k1", body).want(t, http.StatusCreated)
+	if p.body["callback_url"] != "https://shop.example/back" {
+		t.Fatalf("callback_url not echoed: %s", p.raw)
+	}
+	noFollow := *e.http
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	challenge := p.body["three_ds_info"].(map[string]any)["external_resource_url"].(string)
+	res, err := noFollow.PostForm(challenge, url.Values{"action": {"approve"}})
+	if err != nil || res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "https://shop.example/back" {
+		t.Fatalf("approve: %v %v", err, res)
+	}
+	res.Body.Close()
+	// After the challenge the cardholder name decides.
+	if g := e.mp(t, "GET", "/v1/payments/"+p.id(), mpToken, "", nil); g.state() != "rejected/cc_rejected_insufficient_amount" {
+		t.Fatalf("after approve: %s", g.state())
+	}
+}
+
+func TestMPSearchOrderAndChargebacks(t *testing.T) {
+	clock := newClock()
+	e := start(t, Options{Now: clock.Now})
+	first := e.mp(t, "POST", "/v1/payments", mpToken, "k1", mpPix(1, "same")).want(t, http.StatusCreated)
+	clock.Add(time.Second)
+	second := e.mp(t, "POST", "/v1/payments", mpToken, "k2", mpPix(1, "same")).want(t, http.StatusCreated)
+	ids := func(query string) []string {
+		a := e.mp(t, "GET", "/v1/payments/search?"+query, mpToken, "", nil).want(t, http.StatusOK)
+		var out []string
+		for _, r := range a.body["results"].([]any) {
+			out = append(out, strconv.FormatFloat(r.(map[string]any)["id"].(float64), 'f', 0, 64))
+		}
+		return out
+	}
+	if got := ids("external_reference=same"); len(got) != 2 || got[0] != first.id() {
+		t.Fatalf("ascending: %v", got)
+	}
+	if got := ids("external_reference=same&sort=date_created&criteria=desc&limit=1"); len(got) != 1 || got[0] != second.id() {
+		t.Fatalf("newest first, one: %v", got)
+	}
+	cb := e.mp(t, "GET", "/v1/chargebacks/search?payment_id="+first.id(), mpToken, "", nil).want(t, http.StatusOK)
+	if len(cb.body["results"].([]any)) != 0 {
+		t.Fatalf("chargebacks: %s", cb.raw)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,7 @@ type mpCreateJSON struct {
 	PaymentMethodID   string         `json:"payment_method_id"`
 	ExternalReference string         `json:"external_reference"`
 	NotificationURL   string         `json:"notification_url"`
+	CallbackURL       string         `json:"callback_url"`
 	ThreeDSecureMode  string         `json:"three_d_secure_mode"`
 	Capture           *bool          `json:"capture"`
 	DateOfExpiration  *time.Time     `json:"date_of_expiration"`
@@ -119,6 +121,7 @@ type mpPaymentJSON struct {
 	Description               string               `json:"description"`
 	ExternalReference         string               `json:"external_reference"`
 	NotificationURL           string               `json:"notification_url"`
+	CallbackURL               string               `json:"callback_url"`
 	TransactionAmount         float64              `json:"transaction_amount"`
 	TransactionAmountRefunded float64              `json:"transaction_amount_refunded"`
 	Installments              int                  `json:"installments"`
@@ -151,7 +154,7 @@ func (p *mpPayment) wire() *mpPaymentJSON {
 		DateLastUpdated: mpTime(p.updated), OperationType: "regular_payment",
 		PaymentMethodID: p.PaymentMethodID, PaymentTypeID: p.PaymentTypeID, Status: p.Status,
 		StatusDetail: p.StatusDetail, CurrencyID: "BRL", Description: p.req.Description,
-		ExternalReference: p.ExternalReference, NotificationURL: p.req.NotificationURL,
+		ExternalReference: p.ExternalReference, NotificationURL: p.req.NotificationURL, CallbackURL: p.req.CallbackURL,
 		TransactionAmount: float64(p.Amount) / 100, TransactionAmountRefunded: float64(p.Refunded) / 100,
 		Installments: p.req.Installments, Captured: p.Captured, Metadata: p.req.Metadata,
 		Payer:              map[string]any{"email": p.req.Payer.Email, "identification": p.req.Payer.Identification},
@@ -206,8 +209,9 @@ func (s *Server) mpGet(a *account, c *call) result {
 }
 
 // mpSearch serves GET /v1/payments/search: payments of the token at least
-// the search lag old, filtered by external_reference when given, oldest
-// first, paged by limit (default 30, at most 1000) and offset.
+// the search lag old, filtered by external_reference when given, by
+// creation (criteria=desc: newest first), paged by limit (default 30, at
+// most 1000) and offset.
 func (s *Server) mpSearch(a *account, c *call) result {
 	q := c.form
 	limit, offset := 30, 0
@@ -224,6 +228,9 @@ func (s *Server) mpSearch(a *account, c *call) result {
 			continue
 		}
 		found = append(found, p.wire())
+	}
+	if get(q, "criteria") == "desc" {
+		slices.Reverse(found)
 	}
 	page := found[min(offset, len(found)):min(offset+limit, len(found))]
 	if page == nil {
@@ -243,4 +250,11 @@ func decodeBody(c *call, v any) *result {
 		return &res
 	}
 	return nil
+}
+
+// mpChargebacks serves GET /v1/chargebacks/search: the simulator makes no
+// chargebacks, so every page is empty.
+func (s *Server) mpChargebacks(_ *account, c *call) result {
+	return okResult(map[string]any{"paging": map[string]int{"total": 0, "limit": 30, "offset": 0},
+		"results": []any{}})
 }

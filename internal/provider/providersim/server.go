@@ -91,7 +91,9 @@
 // github.com/mercadopago/sdk-go v1.8.0 calls it: POST /v1/payments, GET and
 // PUT /v1/payments/{id} (PUT takes {"capture":true} with an optional
 // transaction_amount, or {"status":"cancelled"}), GET
-// /v1/payments/search, and POST and GET /v1/payments/{id}/refunds. Bodies
+// /v1/payments/search, POST and GET /v1/payments/{id}/refunds, and GET
+// /v1/chargebacks/search (always empty: the simulator makes no
+// chargebacks). Bodies
 // are JSON, ids are numbers, errors are {"message","error","status","cause"}.
 // Any Bearer token starting with TEST- or APP_USR- is an account of its own
 // (RevokeSecret makes it answer 401). Card tokens are test fixtures:
@@ -100,7 +102,8 @@
 // CALL, FUND, SECU, EXPI and FORM rejected with their cc_rejected_* detail),
 // and tok_3DS_<NAME> is a card that, with three_d_secure_mode "optional",
 // answers pending/pending_challenge with three_ds_info.external_resource_url
-// (a hosted challenge page, /_sim/mp/3ds/{id}) before NAME decides. An
+// (a hosted challenge page, /_sim/mp/3ds/{id}, that sends the customer back
+// to callback_url when there is one) before NAME decides. An
 // absent capture captures at once; "capture":false answers
 // authorized/pending_capture. payment_method_id "pix" answers
 // pending/pending_waiting_transfer with point_of_interaction.transaction_data
@@ -117,7 +120,7 @@
 // HMAC-SHA256 of "id:<data.id>;request-id:<x-request-id>;ts:<ts>;"> (see
 // MPSignature). Faults, Stats, Requests and the clock work as for Stripe,
 // with the operations mp_create, mp_retrieve, mp_update (capture and
-// cancel), mp_search, mp_refund and mp_list_refunds.
+// cancel), mp_search, mp_refund, mp_list_refunds and mp_list_chargebacks.
 //
 // Where it differs from Mercado Pago:
 //   - X-Idempotency-Key (on POST and PUT, optional) is kept per access token
@@ -129,8 +132,8 @@
 //     conflict, not kept. Mercado Pago documents neither. Malformed requests
 //     (400 bad_request) are not kept, so a corrected retry executes.
 //   - Search sees a payment MPSearchLag after its creation (default at
-//     once); it filters only by external_reference, sorts oldest first and
-//     ignores sort and criteria. Retrieve has no lag.
+//     once); it filters only by external_reference and sorts by creation,
+//     oldest first unless criteria=desc. Retrieve has no lag.
 //   - Only the test tokens above exist (any other token is 400 Invalid
 //     card_token_id); payment_method_id is not checked against the token,
 //     amounts are BRL, installments are echoed, fees and net amounts are 0,
