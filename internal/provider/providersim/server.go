@@ -96,7 +96,8 @@
 // chargebacks). Bodies
 // are JSON, ids are numbers, errors are {"message","error","status","cause"}.
 // Any Bearer token starting with TEST- or APP_USR- is an account of its own
-// (RevokeSecret makes it answer 401). Card tokens are test fixtures:
+// (RevokeSecret makes it answer 401; ForbidSecret does not apply). Card
+// tokens are test fixtures:
 // tok_<NAME> pays with the test cardholder NAME (APRO approved/accredited,
 // OTHE rejected/cc_rejected_other_reason, CONT pending/pending_contingency,
 // CALL, FUND, SECU, EXPI and FORM rejected with their cc_rejected_* detail),
