@@ -83,12 +83,23 @@ func TestMPCustomerActions(t *testing.T) {
 func TestMPKeyInFlightIsAConflict(t *testing.T) {
 	e := start(t, Options{})
 	hold := e.sim.Inject(Fault{Op: "mp_create", Kind: HoldBeforeEffect, Times: 1})
-	done := make(chan mpAnswer, 1)
-	go func() { done <- e.mp(t, "POST", "/v1/payments", mpToken, "k", mpCard("tok_APRO", 1)) }()
+	type answered struct {
+		a   mpAnswer
+		err error
+	}
+	done := make(chan answered, 1)
+	go func() {
+		a, err := e.tryMP("POST", "/v1/payments", mpToken, "k", mpCard("tok_APRO", 1))
+		done <- answered{a, err}
+	}()
 	recv(t, hold.Reached(), "the held request")
 	e.mp(t, "POST", "/v1/payments", mpToken, "k", mpCard("tok_APRO", 1)).want(t, http.StatusConflict)
 	hold.Release()
-	first := recv(t, done, "the first answer").want(t, http.StatusCreated)
+	got := recv(t, done, "the first answer")
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	first := got.a.want(t, http.StatusCreated)
 	if again := e.mp(t, "POST", "/v1/payments", mpToken, "k", mpCard("tok_APRO", 1)).want(t, http.StatusCreated); again.id() != first.id() {
 		t.Fatal("no replay after the first request ended")
 	}

@@ -3,6 +3,7 @@ package providersim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -23,17 +24,27 @@ type mpAnswer struct {
 // mp sends one Mercado Pago API request with a JSON body (nil: none).
 func (e *env) mp(t *testing.T, method, path, token, idemKey string, body any) mpAnswer {
 	t.Helper()
+	a, err := e.tryMP(method, path, token, idemKey, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// tryMP is mp for any goroutine: it reports what went wrong instead of
+// failing the test.
+func (e *env) tryMP(method, path, token, idemKey string, body any) (mpAnswer, error) {
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			t.Fatal(err)
+			return mpAnswer{}, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequest(method, e.url+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return mpAnswer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
@@ -44,18 +55,18 @@ func (e *env) mp(t *testing.T, method, path, token, idemKey string, body any) mp
 	}
 	res, err := e.http.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return mpAnswer{}, err
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		t.Fatal(err)
+		return mpAnswer{}, err
 	}
 	a := mpAnswer{status: res.StatusCode, header: res.Header, raw: raw}
 	if err := json.Unmarshal(raw, &a.body); err != nil && res.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, raw)
+		return a, fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, raw)
 	}
-	return a
+	return a, nil
 }
 
 func (a mpAnswer) want(t *testing.T, status int) mpAnswer {
