@@ -13,6 +13,7 @@ import (
 	"errors"
 	"maps"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -343,6 +344,7 @@ func invalidStateTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	})
 
 	t.Run("CancelOfDeclinedCancelsIt", func(t *testing.T) { cancelOfDeclined(t, newHarness) })
+	t.Run("CancelOfFinalDeclineIsInvalid", func(t *testing.T) { cancelOfFinalDecline(t, newHarness) })
 }
 
 // refundTests runs the subtests of a refund and of the refunds the
@@ -403,6 +405,8 @@ func refundTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 
 // lookupTests runs the subtests of the lookups recovery relies on.
 func lookupTests(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Run("ListRefundsListsEveryRefund", func(t *testing.T) { listRefunds(t, newHarness) })
+
 	t.Run("ListRefundsFindsRefundByMetadata", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
@@ -895,5 +899,63 @@ func cancelOfDeclined(t *testing.T, newHarness func(t *testing.T) Harness) {
 	s.wantEffects(before, Effects{Cancels: 1})
 	if got := s.retrieve(in.ID); got.State != provider.IntentCanceled {
 		t.Fatalf("retrieved %+v, want canceled", *got)
+	}
+}
+
+// cancelOfFinalDecline: where a refusal is final (Mercado Pago's rejected
+// payment), nothing is left to cancel; the provider refuses, and the
+// payment stays declined.
+func cancelOfFinalDecline(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Parallel()
+	s := setup(t, newHarness)
+	s.needState("it never declines: every create answers its fixture intent")
+	if s.Fixtures.DeclineStaysOpen {
+		t.Skipf("a declined payment at %s stays open until canceled (CancelOfDeclinedCancelsIt)", s.Provider.Profile().Name)
+	}
+	declined := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest(declinedCard, "automatic"))
+	s.wantAnswer(declined, provider.AnswerCardError)
+	in := s.wantIntent(declined)
+	before := s.effects()
+	res := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID})
+	s.wantAnswer(res, provider.AnswerInvalid)
+	s.wantJudged(res.Answer, firstSend, provider.Failed)
+	s.wantEffects(before, Effects{})
+	if got := s.retrieve(in.ID); got.State != provider.IntentNeedsPaymentMethod {
+		t.Fatalf("retrieved %+v, want still needs_payment_method", *got)
+	}
+}
+
+// listRefunds: every refund of an intent is listed with its id, amount and
+// state, whether or not the provider keeps their metadata.
+func listRefunds(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Parallel()
+	s := setup(t, newHarness)
+	s.needState("its fixture list holds one refund, whatever was refunded")
+	in := s.authorized("automatic")
+	if got, err := s.Provider.ListRefunds(s.ctx, s.Credentials, in.ID); err != nil || len(got) != 0 {
+		t.Fatalf("refunds before any = %+v, %v; want none", got, err)
+	}
+	want := map[string]int64{}
+	for _, amt := range []int64{300, 200} {
+		res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund-" + strconv.FormatInt(amt, 10)),
+			IntentID: in.ID, Amount: amt})
+		s.wantRefundAnswer(res, provider.AnswerObject)
+		if res.Refund == nil || res.Refund.ID == "" {
+			t.Fatalf("refund answer %+v, want a refund with an id", res)
+		}
+		want[res.Refund.ID] = amt
+	}
+	got, err := s.Provider.ListRefunds(s.ctx, s.Credentials, in.ID)
+	if err != nil {
+		t.Fatalf("list refunds: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("listed %d refunds, want %d: %+v", len(got), len(want), got)
+	}
+	for _, rf := range got {
+		if amt, ok := want[rf.ID]; !ok || rf.Amount != amt || !made(rf.State) {
+			t.Fatalf("listed refund %+v, want one of %v by id", rf, want)
+		}
+		delete(want, rf.ID)
 	}
 }
