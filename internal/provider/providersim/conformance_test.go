@@ -39,6 +39,7 @@ func TestConformance(t *testing.T) {
 				return func() { sim.RestoreSecret(key) }
 			},
 			ProviderAt: at,
+			Fixtures:   providertest.StripeFixtures,
 		}
 	})
 }

@@ -1,8 +1,9 @@
 // Package providertest is the conformance suite for provider.Provider: what
 // each call answers, which states it reports, what its effects are and what
-// provider.Judge makes of the answers. Each backend's package runs it with
-// its own Harness, as River's drivers run riverdrivertest: the Stripe adapter
-// against the simulator (internal/provider/providersim) and against
+// provider.Judge makes of the answers, by the adapter's own profile. Each
+// backend's package runs it with its own Harness, as River's drivers run
+// riverdrivertest: the Stripe and Mercado Pago adapters against the
+// simulator (internal/provider/providersim) and the Stripe adapter against
 // stripe-mock (internal/provider/stripe).
 package providertest
 
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"maps"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +41,46 @@ type Harness struct {
 	// ProviderAt returns the adapter configured as Provider but sending to
 	// baseURL; the suite points it at a closed port.
 	ProviderAt func(baseURL string) provider.Provider
+	// Fixtures are the provider's own test cards, ids and lookups.
+	Fixtures Fixtures
+}
+
+// Fixtures are what the suite's requests and expectations need to know of
+// one provider's API.
+type Fixtures struct {
+	// Card sets the payment method of req: a test card the issuer
+	// approves, or, when declined, one it refuses.
+	Card func(req *provider.AuthorizeRequest, declined bool)
+	// DeclineCode is the failure code of the refused card.
+	DeclineCode string
+	// MissingID is an intent id of the provider's own form that names no
+	// object; run is unique to the subtest.
+	MissingID func(run string) string
+	// SearchRef is what SearchIntentByPaymentID takes to find the intent
+	// authorized with metadata payment_id paymentID and attempt "1".
+	SearchRef func(paymentID string) string
+	// RefundMetadata: the provider keeps a refund's metadata, so refunds
+	// can be told apart by it.
+	RefundMetadata bool
+	// DeclineStaysOpen: a declined payment awaits another payment method
+	// until it is canceled; false where a refusal is final.
+	DeclineStaysOpen bool
+}
+
+// StripeFixtures are Stripe's test payment methods (pm_card_…) and
+// PaymentIntent ids; Stripe searches by metadata payment_id.
+var StripeFixtures = Fixtures{
+	Card: func(req *provider.AuthorizeRequest, declined bool) {
+		req.PaymentMethod = "pm_card_visa"
+		if declined {
+			req.PaymentMethod = "pm_card_chargeDeclined"
+		}
+	},
+	DeclineCode:      "generic_decline",
+	MissingID:        func(run string) string { return "pi_" + run },
+	SearchRef:        func(paymentID string) string { return paymentID },
+	RefundMetadata:   true,
+	DeclineStaysOpen: true,
 }
 
 // Effects counts the backend's effects on money, as the simulator does.
@@ -94,7 +136,7 @@ func authorizeTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("AuthorizeManualAnswersIntent", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
-		req := s.authorizeRequest("pm_card_visa", "manual")
+		req := s.authorizeRequest(approvedCard, "manual")
 		before := s.effects()
 		res := s.Provider.Authorize(s.ctx, s.Credentials, req)
 		s.wantAnswer(res, provider.AnswerObject)
@@ -122,7 +164,7 @@ func authorizeTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		t.Parallel()
 		s := setup(t, newHarness)
 		before := s.effects()
-		res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_visa", "automatic"))
+		res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest(approvedCard, "automatic"))
 		s.wantAnswer(res, provider.AnswerObject)
 		s.wantJudged(res.Answer, authorizeFirst, provider.Succeeded)
 		in := s.wantIntent(res)
@@ -145,17 +187,17 @@ func repeatTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		t.Parallel()
 		s := setup(t, newHarness)
 		s.needState("it never declines: every create answers its fixture intent")
-		req := s.authorizeRequest("pm_card_chargeDeclined", "manual")
+		req := s.authorizeRequest(declinedCard, "manual")
 		before := s.effects()
 		res := s.Provider.Authorize(s.ctx, s.Credentials, req)
 		s.wantAnswer(res, provider.AnswerCardError)
-		if res.FailureCode != "generic_decline" || res.FailureMessage == "" {
-			t.Fatalf("failure = %q %q, want generic_decline with a message", res.FailureCode, res.FailureMessage)
+		if code := s.Fixtures.DeclineCode; res.FailureCode != code || res.FailureMessage == "" {
+			t.Fatalf("failure = %q %q, want %s with a message", res.FailureCode, res.FailureMessage, code)
 		}
-		// The provider stores a refusal for the key, so it proves a decline
-		// on every send.
+		// A refusal proves a decline on a first send, and on a recovery as
+		// far as the profile stores it for the key (Stripe: on every send).
 		for _, send := range []provider.Send{authorizeFirst, authorizeIn, authorizePast} {
-			s.wantJudged(res.Answer, send, provider.Declined)
+			s.wantJudged(res.Answer, send, s.storedOutcome(res.Answer, send, provider.Declined))
 		}
 		in := s.wantIntent(res)
 		if in.State != provider.IntentNeedsPaymentMethod || in.AmountCapturable != 0 || in.AmountReceived != 0 {
@@ -166,19 +208,22 @@ func repeatTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		}
 		s.wantEffects(before, Effects{Declines: 1})
 
-		again := s.Provider.Authorize(s.ctx, s.Credentials, req)
-		s.wantAnswer(again, provider.AnswerCardError)
-		if again.Intent == nil || again.Intent.ID != in.ID || again.FailureCode != res.FailureCode {
-			t.Fatalf("re-send = %+v, want the stored decline of %s", again, in.ID)
-		}
-		s.wantEffects(before, Effects{Declines: 1})
+		s.keysKept("ResendReplaysDecline", func(s *suite) {
+			again := s.Provider.Authorize(s.ctx, s.Credentials, req)
+			s.wantAnswer(again, provider.AnswerCardError)
+			if again.Intent == nil || again.Intent.ID != in.ID || again.FailureCode != res.FailureCode {
+				s.t.Fatalf("re-send = %+v, want the stored decline of %s", again, in.ID)
+			}
+			s.wantEffects(before, Effects{Declines: 1})
+		})
 	})
 
 	t.Run("AuthorizeSameKeyReturnsSameIntent", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
 		s.needState("it makes a new intent for every create and remembers no key")
-		req := s.authorizeRequest("pm_card_visa", "manual")
+		s.needKeys()
+		req := s.authorizeRequest(approvedCard, "manual")
 		before := s.effects()
 		first := s.Provider.Authorize(s.ctx, s.Credentials, req)
 		s.wantAnswer(first, provider.AnswerObject)
@@ -195,7 +240,8 @@ func repeatTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		t.Parallel()
 		s := setup(t, newHarness)
 		s.needState("it remembers no key, so nothing conflicts")
-		req := s.authorizeRequest("pm_card_visa", "manual")
+		s.needKeys()
+		req := s.authorizeRequest(approvedCard, "manual")
 		s.wantAnswer(s.Provider.Authorize(s.ctx, s.Credentials, req), provider.AnswerObject)
 		before := s.effects()
 		other := req
@@ -271,9 +317,11 @@ func invalidStateTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		if res.FailureCode == "" {
 			t.Fatal("invalid answer without a failure code")
 		}
-		s.wantJudged(res.Answer, firstSend, provider.Failed)
-		s.wantJudged(res.Answer, recoveryIn, provider.Failed)
-		s.wantJudged(res.Answer, recoveryPast, provider.Unknown)
+		// A rejection proves a failure on a first send, and on a recovery
+		// as far as the profile stores it (Stripe: while it keeps the key).
+		for _, send := range []provider.Send{firstSend, recoveryIn, recoveryPast} {
+			s.wantJudged(res.Answer, send, s.storedOutcome(res.Answer, send, provider.Failed))
+		}
 		s.wantEffects(before, Effects{})
 		if got := s.retrieve(in.ID); got.State != provider.IntentCanceled {
 			t.Fatalf("intent after refused capture = %+v, want still canceled", *got)
@@ -296,6 +344,7 @@ func invalidStateTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	})
 
 	t.Run("CancelOfDeclinedCancelsIt", func(t *testing.T) { cancelOfDeclined(t, newHarness) })
+	t.Run("CancelOfFinalDeclineIsInvalid", func(t *testing.T) { cancelOfFinalDecline(t, newHarness) })
 }
 
 // refundTests runs the subtests of a refund and of the refunds the
@@ -318,10 +367,11 @@ func refundTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 			t.Fatalf("refund = %+v, want 300 succeeded or pending", *rf)
 		}
 		s.stateful("KeepsMetadata", "its fixture refund carries no metadata", func(s *suite) {
+			s.wantEffects(before, Effects{Refunds: 1})
+			s.needRefundMetadata()
 			if !maps.Equal(rf.Metadata, md) {
 				s.t.Fatalf("refund metadata = %v, want %v", rf.Metadata, md)
 			}
-			s.wantEffects(before, Effects{Refunds: 1})
 		})
 	})
 
@@ -355,10 +405,13 @@ func refundTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 
 // lookupTests runs the subtests of the lookups recovery relies on.
 func lookupTests(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Run("ListRefundsListsEveryRefund", func(t *testing.T) { listRefunds(t, newHarness) })
+
 	t.Run("ListRefundsFindsRefundByMetadata", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
 		s.needState("its fixture list holds one refund without metadata, whatever was refunded")
+		s.needRefundMetadata()
 		in := s.authorized("automatic")
 		if got, err := s.Provider.ListRefunds(s.ctx, s.Credentials, in.ID); err != nil || len(got) != 0 {
 			t.Fatalf("refunds before any = %+v, %v; want none", got, err)
@@ -389,7 +442,7 @@ func lookupTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		t.Parallel()
 		s := setup(t, newHarness)
 		s.needState("it answers any intent id with its fixture intent")
-		in, err := s.Provider.RetrieveIntent(s.ctx, s.Credentials, "pi_"+s.run)
+		in, err := s.Provider.RetrieveIntent(s.ctx, s.Credentials, s.missingID())
 		if !errors.Is(err, provider.ErrNotFound) {
 			t.Fatalf("retrieve missing = %+v, %v; want ErrNotFound", in, err)
 		}
@@ -401,14 +454,15 @@ func lookupTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		s := setup(t, newHarness)
 		s.needState("its fixture search result ignores the query")
 		in := s.authorized("manual")
-		got, err := s.Provider.SearchIntentByPaymentID(s.ctx, s.Credentials, s.paymentID)
+		got, err := s.Provider.SearchIntentByPaymentID(s.ctx, s.Credentials, s.Fixtures.SearchRef(s.paymentID))
 		if err != nil {
 			t.Fatalf("search: %v", err)
 		}
 		if got.ID != in.ID || got.State != provider.IntentAuthorized || got.Metadata["payment_id"] != s.paymentID {
 			t.Fatalf("search found %+v, want %s authorized with payment_id %s", *got, in.ID, s.paymentID)
 		}
-		if got, err := s.Provider.SearchIntentByPaymentID(s.ctx, s.Credentials, s.paymentID+"-other"); !errors.Is(err, provider.ErrNotFound) {
+		other := s.Fixtures.SearchRef(s.paymentID + "-other")
+		if got, err := s.Provider.SearchIntentByPaymentID(s.ctx, s.Credentials, other); !errors.Is(err, provider.ErrNotFound) {
 			t.Fatalf("search of an unknown payment = %+v, %v; want ErrNotFound", got, err)
 		}
 		s.wantNotFoundJudged()
@@ -425,7 +479,7 @@ func credentialTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 			t.Skip("the harness cannot revoke credentials")
 		}
 		held := s.authorized("manual")
-		authorize := s.authorizeRequest("pm_card_visa", "manual")
+		authorize := s.authorizeRequest(approvedCard, "manual")
 		authorize.IdempotencyKey = s.key("authorize-revoked")
 		capture := provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: held.ID}
 		before := s.effects()
@@ -470,7 +524,7 @@ func credentialTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		s := setup(t, newHarness)
 		bad := provider.Credentials{SecretKey: "not-a-key"}
 		before := s.effects()
-		res := s.Provider.Authorize(s.ctx, bad, s.authorizeRequest("pm_card_visa", "manual"))
+		res := s.Provider.Authorize(s.ctx, bad, s.authorizeRequest(approvedCard, "manual"))
 		s.wantAnswer(res, provider.AnswerCredentials)
 		s.wantJudged(res.Answer, authorizeFirst, provider.Failed)
 		s.wantJudged(res.Answer, authorizeIn, provider.Unknown)
@@ -492,31 +546,31 @@ func transportTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 		// by side.
 		t.Run("Authorize", func(t *testing.T) {
 			t.Parallel()
-			res := p.Authorize(t.Context(), s.Credentials, s.authorizeRequest("pm_card_visa", "manual"))
+			res := p.Authorize(t.Context(), s.Credentials, s.authorizeRequest(approvedCard, "manual"))
 			wantIndeterminate(t, res.Answer, res.Err)
 			s.wantJudged(res.Answer, authorizeFirst, provider.Unknown)
 		})
 		t.Run("Capture", func(t *testing.T) {
 			t.Parallel()
-			res := p.Capture(t.Context(), s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: "pi_" + s.run})
+			res := p.Capture(t.Context(), s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: s.missingID()})
 			wantIndeterminate(t, res.Answer, res.Err)
 			s.wantJudged(res.Answer, firstSend, provider.Unknown)
 		})
 		t.Run("Cancel", func(t *testing.T) {
 			t.Parallel()
-			res := p.Cancel(t.Context(), s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: "pi_" + s.run})
+			res := p.Cancel(t.Context(), s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: s.missingID()})
 			wantIndeterminate(t, res.Answer, res.Err)
 		})
 		t.Run("Refund", func(t *testing.T) {
 			t.Parallel()
-			res := p.Refund(t.Context(), s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: "pi_" + s.run})
+			res := p.Refund(t.Context(), s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: s.missingID()})
 			wantIndeterminate(t, res.Answer, res.Err)
 			s.wantJudged(res.Answer, firstSend, provider.Unknown)
 		})
 		for _, l := range lookups {
 			t.Run(l.name, func(t *testing.T) {
 				t.Parallel()
-				l.wantFailure(t, p, s.Credentials, "pi_"+s.run, s.paymentID)
+				l.wantFailure(t, p, s.Credentials, s.missingID(), s.Fixtures.SearchRef(s.paymentID))
 			})
 		}
 	})
@@ -524,14 +578,14 @@ func transportTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("SingleSendIsNotResent", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
-		res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_visa", "manual"))
+		res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest(approvedCard, "manual"))
 		s.wantAnswer(res, provider.AnswerObject)
 		captured := s.wantIntent(res)
 		cres := s.Provider.Capture(s.ctx, s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: captured.ID})
 		s.wantAnswer(cres, provider.AnswerObject)
 		rres := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: captured.ID, Amount: 100})
 		s.wantRefundAnswer(rres, provider.AnswerObject)
-		req := s.authorizeRequest("pm_card_visa", "manual")
+		req := s.authorizeRequest(approvedCard, "manual")
 		req.IdempotencyKey = s.key("authorize-again")
 		canceled := s.wantIntent(s.Provider.Authorize(s.ctx, s.Credentials, req))
 		xres := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: canceled.ID})
@@ -562,6 +616,9 @@ func setup(t *testing.T, newHarness func(t *testing.T) Harness) *suite {
 	if h.Stateful && h.Effects == nil {
 		t.Fatal("stateful harness without Effects")
 	}
+	if f := h.Fixtures; f.Card == nil || f.MissingID == nil || f.SearchRef == nil || f.DeclineCode == "" {
+		t.Fatal("harness without Fixtures")
+	}
 	run := strings.ToLower(rand.Text()[:12])
 	return &suite{Harness: h, t: t, ctx: t.Context(), run: run, paymentID: "pay_" + run}
 }
@@ -588,23 +645,65 @@ func (s *suite) stateful(name, why string, check func(s *suite)) {
 	})
 }
 
+// needKeys skips the subtest when the adapter's profile keeps no key: a
+// re-send is then a new request, and the service never makes one.
+func (s *suite) needKeys() {
+	s.t.Helper()
+	if s.Provider.Profile().KeyRetention <= 0 {
+		s.t.Skipf("the %s profile keeps no idempotency key (KeyRetention 0): a re-send is a new request", s.Provider.Profile().Name)
+	}
+}
+
+// keysKept runs check as a nested subtest that needs the provider to keep
+// keys (see needKeys).
+func (s *suite) keysKept(name string, check func(s *suite)) {
+	s.t.Helper()
+	s.t.Run(name, func(t *testing.T) {
+		nested := *s
+		nested.t = t
+		nested.needKeys()
+		check(&nested)
+	})
+}
+
+// needRefundMetadata skips the subtest when the provider keeps no metadata
+// on refunds.
+func (s *suite) needRefundMetadata() {
+	s.t.Helper()
+	if !s.Fixtures.RefundMetadata {
+		s.t.Skipf("%s keeps no metadata on refunds", s.Provider.Profile().Name)
+	}
+}
+
 func (s *suite) key(op string) string { return "conformance-" + s.run + ":" + op + "-v1" }
 
-func (s *suite) authorizeRequest(pm, captureMethod string) provider.AuthorizeRequest {
-	return provider.AuthorizeRequest{
+// missingID is an intent id of the provider's form that names no object.
+func (s *suite) missingID() string { return s.Fixtures.MissingID(s.run) }
+
+// The cards Fixtures.Card sets.
+type card bool
+
+const (
+	approvedCard card = false
+	declinedCard card = true
+)
+
+func (s *suite) authorizeRequest(c card, captureMethod string) provider.AuthorizeRequest {
+	req := provider.AuthorizeRequest{
 		IdempotencyKey: s.key("authorize-" + captureMethod),
 		Amount:         amount,
 		Currency:       "BRL",
-		PaymentMethod:  pm,
 		CaptureMethod:  captureMethod,
 		Metadata:       map[string]string{"payment_id": s.paymentID, "order_id": "order-" + s.run, "attempt": "1"},
 	}
+	s.Fixtures.Card(&req, bool(c))
+	return req
 }
 
 // authorized authorizes amount with a card that is approved.
 func (s *suite) authorized(captureMethod string) *provider.Intent {
 	s.t.Helper()
-	res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_visa", captureMethod))
+	res := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest(approvedCard, captureMethod))
 	s.wantAnswer(res, provider.AnswerObject)
 	return s.wantIntent(res)
 }
@@ -680,22 +779,23 @@ func (s *suite) wantIntent(res provider.Result) *provider.Intent {
 func (s *suite) wantLookupsFail(intentID string) {
 	s.t.Helper()
 	for _, l := range lookups {
-		l.wantFailure(s.t, s.Provider, s.Credentials, intentID, s.paymentID)
+		l.wantFailure(s.t, s.Provider, s.Credentials, intentID, s.Fixtures.SearchRef(s.paymentID))
 	}
 }
 
 // lookup is one of the calls recovery relies on to learn what happened.
 type lookup struct {
 	name string
-	call func(ctx context.Context, p provider.Provider, c provider.Credentials, intentID, paymentID string) (any, error)
+	// ref is what SearchIntentByPaymentID takes (Fixtures.SearchRef).
+	call func(ctx context.Context, p provider.Provider, c provider.Credentials, intentID, ref string) (any, error)
 }
 
 var lookups = []lookup{
 	{"RetrieveIntent", func(ctx context.Context, p provider.Provider, c provider.Credentials, intentID, _ string) (any, error) {
 		return p.RetrieveIntent(ctx, c, intentID)
 	}},
-	{"SearchIntentByPaymentID", func(ctx context.Context, p provider.Provider, c provider.Credentials, _, paymentID string) (any, error) {
-		return p.SearchIntentByPaymentID(ctx, c, paymentID)
+	{"SearchIntentByPaymentID", func(ctx context.Context, p provider.Provider, c provider.Credentials, _, ref string) (any, error) {
+		return p.SearchIntentByPaymentID(ctx, c, ref)
 	}},
 	{"ListRefunds", func(ctx context.Context, p provider.Provider, c provider.Credentials, intentID, _ string) (any, error) {
 		return p.ListRefunds(ctx, c, intentID)
@@ -703,9 +803,9 @@ var lookups = []lookup{
 }
 
 // wantFailure checks the lookup fails with an error other than ErrNotFound.
-func (l lookup) wantFailure(t *testing.T, p provider.Provider, c provider.Credentials, intentID, paymentID string) {
+func (l lookup) wantFailure(t *testing.T, p provider.Provider, c provider.Credentials, intentID, ref string) {
 	t.Helper()
-	if got, err := l.call(t.Context(), p, c, intentID, paymentID); err == nil || errors.Is(err, provider.ErrNotFound) {
+	if got, err := l.call(t.Context(), p, c, intentID, ref); err == nil || errors.Is(err, provider.ErrNotFound) {
 		t.Fatalf("%s = %+v, %v; want an error other than ErrNotFound", l.name, got, err)
 	}
 }
@@ -723,6 +823,28 @@ func (s *suite) wantNotFoundJudged() {
 	lag := s.Provider.Profile().SearchLag
 	s.wantJudged(provider.AnswerNotFound, provider.Send{Recovery: true, Since: lag - time.Second}, provider.Unknown)
 	s.wantJudged(provider.AnswerNotFound, provider.Send{Recovery: true, Since: lag}, provider.Failed)
+}
+
+// storedOutcome is what answer a, which proves proven on a first send,
+// must prove on send by what the adapter's profile declares it stores: the
+// same on a recovery when the provider keeps keys and stores a for good, or
+// while in window; nothing otherwise.
+func (s *suite) storedOutcome(a provider.Answer, send provider.Send, proven provider.Outcome) provider.Outcome {
+	p := s.Provider.Profile()
+	if !send.Recovery {
+		return proven
+	}
+	if p.KeyRetention > 0 {
+		switch p.Stores[a] {
+		case provider.StoredForGood:
+			return proven
+		case provider.StoredWhileKept:
+			if send.InWindow {
+				return proven
+			}
+		}
+	}
+	return provider.Unknown
 }
 
 // wantJudged checks what an answer proves by the adapter's own profile.
@@ -761,7 +883,10 @@ func cancelOfDeclined(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Parallel()
 	s := setup(t, newHarness)
 	s.needState("it never declines: every create answers its fixture intent")
-	declined := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest("pm_card_chargeDeclined", "automatic"))
+	if !s.Fixtures.DeclineStaysOpen {
+		t.Skipf("a refusal is final at %s: the declined payment can be neither paid nor canceled", s.Provider.Profile().Name)
+	}
+	declined := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest(declinedCard, "automatic"))
 	s.wantAnswer(declined, provider.AnswerCardError)
 	in := s.wantIntent(declined)
 	before := s.effects()
@@ -774,5 +899,63 @@ func cancelOfDeclined(t *testing.T, newHarness func(t *testing.T) Harness) {
 	s.wantEffects(before, Effects{Cancels: 1})
 	if got := s.retrieve(in.ID); got.State != provider.IntentCanceled {
 		t.Fatalf("retrieved %+v, want canceled", *got)
+	}
+}
+
+// cancelOfFinalDecline: where a refusal is final (Mercado Pago's rejected
+// payment), nothing is left to cancel; the provider refuses, and the
+// payment stays declined.
+func cancelOfFinalDecline(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Parallel()
+	s := setup(t, newHarness)
+	s.needState("it never declines: every create answers its fixture intent")
+	if s.Fixtures.DeclineStaysOpen {
+		t.Skipf("a declined payment at %s stays open until canceled (CancelOfDeclinedCancelsIt)", s.Provider.Profile().Name)
+	}
+	declined := s.Provider.Authorize(s.ctx, s.Credentials, s.authorizeRequest(declinedCard, "automatic"))
+	s.wantAnswer(declined, provider.AnswerCardError)
+	in := s.wantIntent(declined)
+	before := s.effects()
+	res := s.Provider.Cancel(s.ctx, s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: in.ID})
+	s.wantAnswer(res, provider.AnswerInvalid)
+	s.wantJudged(res.Answer, firstSend, provider.Failed)
+	s.wantEffects(before, Effects{})
+	if got := s.retrieve(in.ID); got.State != provider.IntentNeedsPaymentMethod {
+		t.Fatalf("retrieved %+v, want still needs_payment_method", *got)
+	}
+}
+
+// listRefunds: every refund of an intent is listed with its id, amount and
+// state, whether or not the provider keeps their metadata.
+func listRefunds(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Parallel()
+	s := setup(t, newHarness)
+	s.needState("its fixture list holds one refund, whatever was refunded")
+	in := s.authorized("automatic")
+	if got, err := s.Provider.ListRefunds(s.ctx, s.Credentials, in.ID); err != nil || len(got) != 0 {
+		t.Fatalf("refunds before any = %+v, %v; want none", got, err)
+	}
+	want := map[string]int64{}
+	for _, amt := range []int64{300, 200} {
+		res := s.Provider.Refund(s.ctx, s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund-" + strconv.FormatInt(amt, 10)),
+			IntentID: in.ID, Amount: amt})
+		s.wantRefundAnswer(res, provider.AnswerObject)
+		if res.Refund == nil || res.Refund.ID == "" {
+			t.Fatalf("refund answer %+v, want a refund with an id", res)
+		}
+		want[res.Refund.ID] = amt
+	}
+	got, err := s.Provider.ListRefunds(s.ctx, s.Credentials, in.ID)
+	if err != nil {
+		t.Fatalf("list refunds: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("listed %d refunds, want %d: %+v", len(got), len(want), got)
+	}
+	for _, rf := range got {
+		if amt, ok := want[rf.ID]; !ok || rf.Amount != amt || !made(rf.State) {
+			t.Fatalf("listed refund %+v, want one of %v by id", rf, want)
+		}
+		delete(want, rf.ID)
 	}
 }

@@ -18,6 +18,6 @@ func TestConformanceStripeMock(t *testing.T) {
 		return New(Config{APIBase: baseURL, MaxNetworkRetries: 2})
 	}
 	providertest.Run(t, func(*testing.T) providertest.Harness {
-		return providertest.Harness{Provider: at(base), Credentials: creds, ProviderAt: at}
+		return providertest.Harness{Provider: at(base), Credentials: creds, ProviderAt: at, Fixtures: providertest.StripeFixtures}
 	})
 }
