@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/provider"
 )
 
 func TestCanTransition(t *testing.T) {
@@ -183,5 +184,21 @@ func TestResendMargin(t *testing.T) {
 	}
 	if got := resendMargin(3*time.Second, 0); got != 66*time.Second {
 		t.Fatalf("margin without retries = %v, want 66s", got)
+	}
+}
+
+func TestAccountCredentialsFor(t *testing.T) {
+	t.Parallel()
+	legacy := Account{ID: "acct_1", Credentials: provider.Credentials{SecretKey: "sk_1"}}
+	if c, ok := legacy.CredentialsFor(ProviderStripe); !ok || c.SecretKey != "sk_1" {
+		t.Fatalf("Stripe of an account with Stripe alone = %+v %v", c, ok)
+	}
+	if _, ok := legacy.CredentialsFor(ProviderMercadoPago); ok {
+		t.Fatal("an account without Mercado Pago credentials has some")
+	}
+	both := Account{ID: "acct_2", Providers: []string{ProviderMercadoPago, ProviderStripe},
+		ProviderCredentials: map[string]provider.Credentials{ProviderMercadoPago: {SecretKey: "TEST-1"}, ProviderStripe: {SecretKey: "sk_2"}}}
+	if c, ok := both.CredentialsFor(ProviderMercadoPago); !ok || c.SecretKey != "TEST-1" {
+		t.Fatalf("Mercado Pago = %+v %v", c, ok)
 	}
 }

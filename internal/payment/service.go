@@ -20,8 +20,34 @@ type Accounts interface {
 // Account is the caller: its id scopes every read and write, its
 // credentials select the provider account.
 type Account struct {
-	ID          string
+	ID string
+	// Credentials are the account's at Stripe.
 	Credentials provider.Credentials
+	// Providers names the providers the account has credentials for, in
+	// the order they were added: until routing, the first takes its
+	// payments. Empty means Stripe alone (Credentials).
+	Providers []string
+	// ProviderCredentials are the account's credentials by provider name,
+	// Stripe's included when Providers is set.
+	ProviderCredentials map[string]provider.Credentials
+}
+
+// Provider names.
+const (
+	ProviderStripe      = "stripe"
+	ProviderMercadoPago = "mercadopago"
+)
+
+// CredentialsFor returns the account's credentials at a provider; false
+// when it has none there.
+func (a Account) CredentialsFor(name string) (provider.Credentials, bool) {
+	if c, ok := a.ProviderCredentials[name]; ok {
+		return c, true
+	}
+	if name == ProviderStripe && a.Credentials.SecretKey != "" {
+		return a.Credentials, true
+	}
+	return provider.Credentials{}, false
 }
 
 // Metrics observes the money path; implementations must be cheap.
