@@ -29,13 +29,28 @@ type Account struct {
 	Name          string
 	StripeSecret  string
 	WebhookSecret string
-	CreatedAt     time.Time
+	// Mercado Pago's access token and webhook secret; "" when none.
+	MercadoPagoToken         string
+	MercadoPagoWebhookSecret string
+	// Providers the account has credentials for, in the order added.
+	Providers []string
+	CreatedAt time.Time
 }
 
 // Merchant is the account as the payment service sees it: the merchant
 // that charges, with the provider credentials it charges through.
 func (a Account) Merchant() payment.Account {
-	return payment.Account{ID: a.ID, Credentials: provider.Credentials{SecretKey: a.StripeSecret}}
+	m := payment.Account{ID: a.ID, Credentials: provider.Credentials{SecretKey: a.StripeSecret},
+		Providers: append([]string(nil), a.Providers...), ProviderCredentials: map[string]provider.Credentials{}}
+	for _, p := range a.Providers {
+		switch p {
+		case payment.ProviderStripe:
+			m.ProviderCredentials[p] = provider.Credentials{SecretKey: a.StripeSecret}
+		case payment.ProviderMercadoPago:
+			m.ProviderCredentials[p] = provider.Credentials{SecretKey: a.MercadoPagoToken}
+		}
+	}
+	return m
 }
 
 // Row is an account as stored: secrets encrypted.
@@ -56,6 +71,14 @@ type Row struct {
 	PreviousAPIKeyHash      []byte
 	PreviousAPIKeyExpiresAt time.Time
 	APIKeyRotatedAt         time.Time
+	// Mercado Pago's access token (sealed, and its fingerprint) and
+	// webhook secret (sealed); nil when none.
+	MercadoPagoTokenEnc         []byte
+	MercadoPagoTokenHMAC        []byte
+	MercadoPagoWebhookSecretEnc []byte
+	// Providers in the order added; empty for accounts stored before
+	// there was a choice: Stripe alone.
+	Providers []string
 }
 
 // Store persists accounts.
@@ -70,6 +93,9 @@ type Store interface {
 	// AccountSetStripeAccountID records the provider account of an account
 	// that has none yet; false when it already had one.
 	AccountSetStripeAccountID(ctx context.Context, id, stripeAccountID string) (bool, error)
+	// AccountUpdateProviders locks the account's row and stores the
+	// provider columns of what update returns.
+	AccountUpdateProviders(ctx context.Context, id string, update func(Row) (Row, error)) (Row, error)
 	keyStore
 }
 
@@ -118,8 +144,15 @@ func NewService(store Store, encryptionKey []byte, now func() time.Time, opts ..
 	return s, nil
 }
 
-// Create makes an account and returns it with its API key, shown only now.
+// Create makes an account with Stripe credentials and returns it with its
+// API key, shown only now.
 func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret string) (Account, string, error) {
+	return s.CreateWith(ctx, name, Secrets{StripeSecret: stripeSecret, WebhookSecret: webhookSecret})
+}
+
+// CreateWith makes an account with one or more providers' credentials and
+// returns it with its API key, shown only now.
+func (s *Service) CreateWith(ctx context.Context, name string, sec Secrets) (Account, string, error) {
 	var fe []payment.FieldError
 	if strings.TrimSpace(name) == "" || len(name) > 200 {
 		fe = append(fe, payment.FieldError{Field: "name", Message: "is required (at most 200 characters)"})
@@ -128,39 +161,28 @@ func (s *Service) Create(ctx context.Context, name, stripeSecret, webhookSecret 
 	if !payment.ValidText(name) || payment.ContainsCardNumber(name) {
 		fe = append(fe, payment.FieldError{Field: "name", Message: "must be text without NUL characters or card numbers"})
 	}
-	if err := CheckStripeSecretKey(stripeSecret); err != nil {
-		fe = append(fe, payment.FieldError{Field: "stripe_secret_key", Message: err.Error()})
-	}
-	if webhookSecret != "" {
-		if err := CheckWebhookSecret(webhookSecret); err != nil {
-			fe = append(fe, payment.FieldError{Field: "webhook_secret", Message: err.Error()})
-		}
-	}
+	fe = append(fe, sec.check()...)
 	if len(fe) > 0 {
-		return Account{}, "", &payment.Error{Code: payment.CodeInvalidRequest, Message: "the request has invalid fields", Fields: fe}
+		return Account{}, "", invalidFields(fe)
 	}
 	var err error
 	apiKey := "psk_" + randomToken(32)
-	a := Account{ID: payment.NewID("acct"), Name: name, StripeSecret: stripeSecret,
-		WebhookSecret: webhookSecret, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
-	row := Row{ID: a.ID, Name: name, APIKeyHash: HashAPIKey(apiKey),
-		StripeSecretEnc: s.current.seal(stripeSecret), StripeSecretHMAC: s.current.fingerprint(stripeSecret), CreatedAt: a.CreatedAt}
-	if webhookSecret != "" {
-		row.WebhookSecretEnc = s.current.seal(webhookSecret)
-	}
-	if row.StripeAccountID, err = s.providerAccount(ctx, stripeSecret); err != nil {
-		return Account{}, "", err
-	}
-	if s.previous != nil {
-		// Accounts not yet re-encrypted carry the fingerprint under the
-		// previous key, which the unique constraint cannot compare.
-		taken, err := s.store.AccountExistsBySecretHMAC(ctx, s.previous.fingerprint(stripeSecret))
-		if err != nil {
+	a := Account{ID: payment.NewID("acct"), Name: name, StripeSecret: sec.StripeSecret, WebhookSecret: sec.WebhookSecret,
+		MercadoPagoToken: sec.MercadoPagoToken, MercadoPagoWebhookSecret: sec.MercadoPagoWebhookSecret,
+		CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
+	row := Row{ID: a.ID, Name: name, APIKeyHash: HashAPIKey(apiKey), CreatedAt: a.CreatedAt, Providers: []string{}}
+	if sec.StripeSecret != "" {
+		if row.StripeAccountID, err = s.providerAccount(ctx, sec.StripeSecret); err != nil {
 			return Account{}, "", err
 		}
-		if taken {
-			return Account{}, "", ErrCredentialsInUse
-		}
+		row = s.sealStripe(row, sec)
+	}
+	if sec.MercadoPagoToken != "" {
+		row = s.sealMercadoPago(row, sec)
+	}
+	a.Providers = row.Providers
+	if err := s.checkPreviousFingerprints(ctx, sec, ""); err != nil {
+		return Account{}, "", err
 	}
 	if err := s.store.AccountInsert(ctx, row); err != nil {
 		return Account{}, "", err
@@ -271,6 +293,8 @@ type Summary struct {
 	HasWebhookSecret  bool       `json:"has_webhook_secret"`
 	APIKeyRotatedAt   *time.Time `json:"api_key_rotated_at,omitempty"`
 	PreviousKeyExpiry *time.Time `json:"previous_api_key_valid_until,omitempty"`
+	// Providers the account has credentials for, in the order added.
+	Providers []string `json:"providers"`
 }
 
 // List returns every account, oldest first, without secrets: it decrypts
@@ -283,18 +307,23 @@ func (s *Service) List(ctx context.Context) ([]Summary, error) {
 	now := s.now()
 	out := make([]Summary, 0, len(rows))
 	for _, r := range rows {
-		sum := Summary{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), HasWebhookSecret: r.WebhookSecretEnc != nil}
-		if !r.APIKeyRotatedAt.IsZero() {
-			t := r.APIKeyRotatedAt.UTC()
-			sum.APIKeyRotatedAt = &t
-		}
-		if r.PreviousAPIKeyHash != nil && now.Before(r.PreviousAPIKeyExpiresAt) {
-			t := r.PreviousAPIKeyExpiresAt.UTC()
-			sum.PreviousKeyExpiry = &t
-		}
-		out = append(out, sum)
+		out = append(out, summarize(r, now))
 	}
 	return out, nil
+}
+
+func summarize(r Row, now time.Time) Summary {
+	sum := Summary{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), HasWebhookSecret: r.WebhookSecretEnc != nil,
+		Providers: r.providers()}
+	if !r.APIKeyRotatedAt.IsZero() {
+		t := r.APIKeyRotatedAt.UTC()
+		sum.APIKeyRotatedAt = &t
+	}
+	if r.PreviousAPIKeyHash != nil && now.Before(r.PreviousAPIKeyExpiresAt) {
+		t := r.PreviousAPIKeyExpiresAt.UTC()
+		sum.PreviousKeyExpiry = &t
+	}
+	return sum
 }
 
 // Get returns an account by id.
@@ -317,14 +346,23 @@ func (s *Service) Merchant(ctx context.Context, id string) (payment.Account, err
 }
 
 func (s *Service) open(r Row) (Account, error) {
-	a := Account{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
-	var err error
-	if a.StripeSecret, _, err = s.unseal(r.StripeSecretEnc); err != nil {
-		return Account{}, fmt.Errorf("account %s: decrypt provider secret: %w", r.ID, err)
-	}
-	if r.WebhookSecretEnc != nil {
-		if a.WebhookSecret, _, err = s.unseal(r.WebhookSecretEnc); err != nil {
-			return Account{}, fmt.Errorf("account %s: decrypt webhook secret: %w", r.ID, err)
+	a := Account{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt, Providers: r.providers()}
+	for _, f := range []struct {
+		sealed []byte
+		plain  *string
+		what   string
+	}{
+		{r.StripeSecretEnc, &a.StripeSecret, "provider secret"},
+		{r.WebhookSecretEnc, &a.WebhookSecret, "webhook secret"},
+		{r.MercadoPagoTokenEnc, &a.MercadoPagoToken, "Mercado Pago access token"},
+		{r.MercadoPagoWebhookSecretEnc, &a.MercadoPagoWebhookSecret, "Mercado Pago webhook secret"},
+	} {
+		if f.sealed == nil {
+			continue
+		}
+		var err error
+		if *f.plain, _, err = s.unseal(f.sealed); err != nil {
+			return Account{}, fmt.Errorf("account %s: decrypt %s: %w", r.ID, f.what, err)
 		}
 	}
 	return a, nil

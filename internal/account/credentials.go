@@ -55,3 +55,39 @@ func checkSecretBody(s string, prefix int) error {
 	}
 	return nil
 }
+
+// Mercado Pago access token prefixes: production and test credentials.
+var mercadoPagoTokenPrefixes = []string{"APP_USR-", "TEST-"}
+
+// CheckMercadoPagoAccessToken reports why s is not a Mercado Pago access
+// token (APP_USR-… or TEST-…; letters, digits, hyphens and underscores
+// only, no white space anywhere), or nil.
+func CheckMercadoPagoAccessToken(s string) error {
+	for _, p := range mercadoPagoTokenPrefixes {
+		if strings.HasPrefix(s, p) {
+			return checkToken(s, len(p), "must hold only letters, digits, hyphens and underscores (no white space)")
+		}
+	}
+	return errors.New("must be a Mercado Pago access token: APP_USR-… or TEST-…")
+}
+
+// CheckMercadoPagoWebhookSecret reports why s is not a Mercado Pago
+// webhook secret (letters, digits, hyphens and underscores, no white
+// space), or nil.
+func CheckMercadoPagoWebhookSecret(s string) error {
+	return checkToken(s, 0, "must hold only letters, digits, hyphens and underscores (no white space)")
+}
+
+func checkToken(s string, prefix int, msg string) error {
+	if len(s) == prefix || len(s) > maxSecret {
+		return errors.New("has the wrong length for a Mercado Pago credential")
+	}
+	for i := prefix; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			// Never echo the secret, nor the offending character.
+			return errors.New(msg)
+		}
+	}
+	return nil
+}

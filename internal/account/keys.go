@@ -19,7 +19,10 @@ import (
 type keyStore interface {
 	AccountGetFirst(ctx context.Context) (Row, error)
 	AccountListIDsAfter(ctx context.Context, after string, n int) ([]string, error)
-	AccountExistsBySecretHMAC(ctx context.Context, hmac []byte) (bool, error)
+	// AccountIDBySecretHMAC and AccountIDByMercadoPagoHMAC return the
+	// account holding a secret with this fingerprint, or "".
+	AccountIDBySecretHMAC(ctx context.Context, hmac []byte) (string, error)
+	AccountIDByMercadoPagoHMAC(ctx context.Context, hmac []byte) (string, error)
 	// AccountReseal locks the row, passes it to reseal and stores the
 	// result when reseal reports a change.
 	AccountReseal(ctx context.Context, id string, reseal func(Row) (Row, bool, error)) (bool, error)
@@ -157,7 +160,11 @@ func (s *Service) checkFirstAccount(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("encryption canary: %w", err)
 	}
-	if _, _, err := s.unseal(r.StripeSecretEnc); err != nil {
+	sealed := r.StripeSecretEnc
+	if sealed == nil {
+		sealed = r.MercadoPagoTokenEnc
+	}
+	if _, _, err := s.unseal(sealed); err != nil {
 		return ErrWrongKey
 	}
 	return nil
@@ -220,26 +227,32 @@ func (s *Service) Reencrypt(ctx context.Context, log *slog.Logger) (ReencryptSum
 // resealAccount returns r with every secret under the current key, and
 // whether anything changed.
 func (s *Service) resealAccount(r Row) (Row, bool, error) {
-	secret, current, err := s.unseal(r.StripeSecretEnc)
-	if err != nil {
-		return r, false, fmt.Errorf("decrypt provider secret: %w", ErrWrongKey)
-	}
 	changed := false
-	if !current {
-		r.StripeSecretEnc = s.current.seal(secret)
-		changed = true
-	}
-	if fp := s.current.fingerprint(secret); !hmac.Equal(fp, r.StripeSecretHMAC) {
-		r.StripeSecretHMAC = fp
-		changed = true
-	}
-	if r.WebhookSecretEnc != nil {
-		whsec, current, err := s.unseal(r.WebhookSecretEnc)
+	for _, f := range []struct {
+		sealed, fingerprint *[]byte
+		what                string
+	}{
+		{&r.StripeSecretEnc, &r.StripeSecretHMAC, "provider secret"},
+		{&r.WebhookSecretEnc, nil, "webhook secret"},
+		{&r.MercadoPagoTokenEnc, &r.MercadoPagoTokenHMAC, "Mercado Pago access token"},
+		{&r.MercadoPagoWebhookSecretEnc, nil, "Mercado Pago webhook secret"},
+	} {
+		if *f.sealed == nil {
+			continue
+		}
+		plain, current, err := s.unseal(*f.sealed)
 		if err != nil {
-			return r, false, fmt.Errorf("decrypt webhook secret: %w", ErrWrongKey)
+			return r, false, fmt.Errorf("decrypt %s: %w", f.what, ErrWrongKey)
 		}
 		if !current {
-			r.WebhookSecretEnc = s.current.seal(whsec)
+			*f.sealed = s.current.seal(plain)
+			changed = true
+		}
+		if f.fingerprint == nil {
+			continue
+		}
+		if fp := s.current.fingerprint(plain); !hmac.Equal(fp, *f.fingerprint) {
+			*f.fingerprint = fp
 			changed = true
 		}
 	}

@@ -24,7 +24,9 @@ func (s *AccountStore) AccountInsert(ctx context.Context, r account.Row) error {
 	_, err := s.db.q.AccountInsert(ctx, dbsqlc.AccountInsertParams{
 		ID: r.ID, Name: r.Name, ApiKeyHash: r.APIKeyHash, StripeSecretEnc: r.StripeSecretEnc,
 		StripeSecretHmac: r.StripeSecretHMAC, WebhookSecretEnc: r.WebhookSecretEnc, CreatedAt: r.CreatedAt,
-		StripeAccountID: nullIfEmpty(r.StripeAccountID),
+		StripeAccountID:           nullIfEmpty(r.StripeAccountID),
+		MercadopagoAccessTokenEnc: r.MercadoPagoTokenEnc, MercadopagoAccessTokenHmac: r.MercadoPagoTokenHMAC,
+		MercadopagoWebhookSecretEnc: r.MercadoPagoWebhookSecretEnc, Providers: providerList(r.Providers),
 	})
 	return translate(err)
 }
@@ -82,11 +84,11 @@ func (s *AccountStore) AccountSetStripeAccountID(ctx context.Context, id, stripe
 	return n == 1, translate(err)
 }
 
-// AccountExistsBySecretHMAC reports whether an account holds a secret with
-// this fingerprint.
-func (s *AccountStore) AccountExistsBySecretHMAC(ctx context.Context, hmac []byte) (bool, error) {
-	ok, err := s.db.q.AccountExistsBySecretHMAC(ctx, hmac)
-	return ok, translate(err)
+// AccountIDBySecretHMAC returns the id of the account holding a Stripe
+// secret with this fingerprint, or "".
+func (s *AccountStore) AccountIDBySecretHMAC(ctx context.Context, hmac []byte) (string, error) {
+	ids, err := s.db.q.AccountIDBySecretHMAC(ctx, hmac)
+	return first(ids), translate(err)
 }
 
 // AccountReseal locks the account's row and stores what reseal returns for
@@ -106,9 +108,51 @@ func (s *AccountStore) AccountReseal(ctx context.Context, id string, reseal func
 		}
 		changed = true
 		return translate(q.AccountUpdateSecrets(ctx, dbsqlc.AccountUpdateSecretsParams{ID: id,
-			StripeSecretEnc: next.StripeSecretEnc, StripeSecretHmac: next.StripeSecretHMAC, WebhookSecretEnc: next.WebhookSecretEnc}))
+			StripeSecretEnc: next.StripeSecretEnc, StripeSecretHmac: next.StripeSecretHMAC, WebhookSecretEnc: next.WebhookSecretEnc,
+			MercadopagoAccessTokenEnc: next.MercadoPagoTokenEnc, MercadopagoAccessTokenHmac: next.MercadoPagoTokenHMAC,
+			MercadopagoWebhookSecretEnc: next.MercadoPagoWebhookSecretEnc}))
 	})
 	return changed, err
+}
+
+// AccountUpdateProviders locks the account's row and stores the provider
+// credentials update returns; the row lock makes concurrent changes to one
+// account's providers take turns.
+func (s *AccountStore) AccountUpdateProviders(ctx context.Context, id string, update func(account.Row) (account.Row, error)) (account.Row, error) {
+	var out account.Row
+	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		r, err := q.AccountGetByIDForUpdate(ctx, id)
+		if err != nil {
+			return translate(err)
+		}
+		next, err := update(accountFromRow(r))
+		if err != nil {
+			return err
+		}
+		r, err = q.AccountUpdateProviders(ctx, dbsqlc.AccountUpdateProvidersParams{ID: id,
+			StripeSecretEnc: next.StripeSecretEnc, StripeSecretHmac: next.StripeSecretHMAC, WebhookSecretEnc: next.WebhookSecretEnc,
+			StripeAccountID:           nullIfEmpty(next.StripeAccountID),
+			MercadopagoAccessTokenEnc: next.MercadoPagoTokenEnc, MercadopagoAccessTokenHmac: next.MercadoPagoTokenHMAC,
+			MercadopagoWebhookSecretEnc: next.MercadoPagoWebhookSecretEnc, Providers: providerList(next.Providers)})
+		out = accountFromRow(r)
+		return translate(err)
+	})
+	return out, err
+}
+
+// AccountIDByMercadoPagoHMAC returns the id of the account holding a
+// Mercado Pago access token with this fingerprint, or "".
+func (s *AccountStore) AccountIDByMercadoPagoHMAC(ctx context.Context, hmac []byte) (string, error) {
+	ids, err := s.db.q.AccountIDByMercadoPagoHMAC(ctx, hmac)
+	return first(ids), translate(err)
+}
+
+func first(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[0]
 }
 
 // EncryptionCanaryGet returns the sealed encryption canary, or payment.ErrNotFound.
@@ -149,7 +193,9 @@ func (s *AccountStore) CanaryReseal(ctx context.Context, at time.Time, reseal fu
 func accountFromRow(r dbsqlc.Account) account.Row {
 	row := account.Row{ID: r.ID, Name: r.Name, APIKeyHash: r.ApiKeyHash, StripeSecretEnc: r.StripeSecretEnc,
 		StripeSecretHMAC: r.StripeSecretHmac, WebhookSecretEnc: r.WebhookSecretEnc, CreatedAt: r.CreatedAt,
-		PreviousAPIKeyHash: r.PreviousApiKeyHash}
+		PreviousAPIKeyHash: r.PreviousApiKeyHash, MercadoPagoTokenEnc: r.MercadopagoAccessTokenEnc,
+		MercadoPagoTokenHMAC: r.MercadopagoAccessTokenHmac, MercadoPagoWebhookSecretEnc: r.MercadopagoWebhookSecretEnc,
+		Providers: r.Providers}
 	if r.PreviousApiKeyExpiresAt != nil {
 		row.PreviousAPIKeyExpiresAt = *r.PreviousApiKeyExpiresAt
 	}
@@ -160,6 +206,14 @@ func accountFromRow(r dbsqlc.Account) account.Row {
 		row.StripeAccountID = *r.StripeAccountID
 	}
 	return row
+}
+
+// providerList is ss, or an empty list for nil: providers is NOT NULL.
+func providerList(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
 }
 
 // nullIfEmpty is s, or NULL when it is empty.

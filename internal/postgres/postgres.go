@@ -395,6 +395,7 @@ const (
 	constraintAttemptNumber = "attempts_account_id_order_id_operation_number_key"
 	constraintSecretHMAC    = "accounts_stripe_secret_hmac_key"
 	constraintStripeAccount = "accounts_stripe_account_id_key"
+	constraintMercadoPago   = "accounts_mercadopago_access_token_hmac_key"
 )
 
 // ErrUnavailable wraps failures to reach the database; it is a
@@ -417,7 +418,7 @@ func translate(err error) error {
 				return payment.ErrLiveOrderConflict
 			case constraintPaymentNumber, constraintAttemptNumber:
 				return payment.ErrAttemptNumberTaken
-			case constraintSecretHMAC, constraintStripeAccount:
+			case constraintSecretHMAC, constraintStripeAccount, constraintMercadoPago:
 				return account.ErrCredentialsInUse
 			}
 		}

@@ -1,6 +1,8 @@
 -- name: AccountInsert :one
-INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, stripe_account_id)
-VALUES (@id, @name, @api_key_hash, @stripe_secret_enc, @stripe_secret_hmac, @webhook_secret_enc, @created_at, sqlc.narg('stripe_account_id'))
+INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, stripe_account_id,
+                      mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers)
+VALUES (@id, @name, @api_key_hash, @stripe_secret_enc, @stripe_secret_hmac, @webhook_secret_enc, @created_at, sqlc.narg('stripe_account_id'),
+        @mercadopago_access_token_enc, @mercadopago_access_token_hmac, @mercadopago_webhook_secret_enc, @providers)
 RETURNING *;
 
 -- name: AccountGetByAPIKeyHash :one
@@ -34,13 +36,28 @@ SELECT * FROM accounts ORDER BY id LIMIT 1;
 -- name: AccountListIDsAfter :many
 SELECT id FROM accounts WHERE id > @after ORDER BY id LIMIT @max_rows;
 
--- name: AccountExistsBySecretHMAC :one
-SELECT EXISTS (SELECT 1 FROM accounts WHERE stripe_secret_hmac = @stripe_secret_hmac);
+-- name: AccountIDBySecretHMAC :many
+SELECT id FROM accounts WHERE stripe_secret_hmac = @stripe_secret_hmac;
 
 -- name: AccountUpdateSecrets :exec
 UPDATE accounts
-SET stripe_secret_enc = @stripe_secret_enc, stripe_secret_hmac = @stripe_secret_hmac, webhook_secret_enc = @webhook_secret_enc
+SET stripe_secret_enc = @stripe_secret_enc, stripe_secret_hmac = @stripe_secret_hmac, webhook_secret_enc = @webhook_secret_enc,
+    mercadopago_access_token_enc = @mercadopago_access_token_enc, mercadopago_access_token_hmac = @mercadopago_access_token_hmac,
+    mercadopago_webhook_secret_enc = @mercadopago_webhook_secret_enc
 WHERE id = @id;
+
+-- name: AccountUpdateProviders :one
+-- Every provider column at once, under the row lock the caller holds.
+UPDATE accounts
+SET stripe_secret_enc = @stripe_secret_enc, stripe_secret_hmac = @stripe_secret_hmac, webhook_secret_enc = @webhook_secret_enc,
+    stripe_account_id = sqlc.narg('stripe_account_id'),
+    mercadopago_access_token_enc = @mercadopago_access_token_enc, mercadopago_access_token_hmac = @mercadopago_access_token_hmac,
+    mercadopago_webhook_secret_enc = @mercadopago_webhook_secret_enc, providers = @providers
+WHERE id = @id
+RETURNING *;
+
+-- name: AccountIDByMercadoPagoHMAC :many
+SELECT id FROM accounts WHERE mercadopago_access_token_hmac = @mercadopago_access_token_hmac;
 
 -- name: EncryptionCanaryGet :one
 SELECT ciphertext FROM encryption_canary WHERE id;

@@ -10,19 +10,8 @@ import (
 	"time"
 )
 
-const accountExistsBySecretHMAC = `-- name: AccountExistsBySecretHMAC :one
-SELECT EXISTS (SELECT 1 FROM accounts WHERE stripe_secret_hmac = $1)
-`
-
-func (q *Queries) AccountExistsBySecretHMAC(ctx context.Context, stripeSecretHmac []byte) (bool, error) {
-	row := q.db.QueryRow(ctx, accountExistsBySecretHMAC, stripeSecretHmac)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
 `
 
 // The current key, or the previous one of a rotation; the caller checks
@@ -44,12 +33,16 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
 		&i.StripeAccountID,
+		&i.MercadopagoAccessTokenEnc,
+		&i.MercadopagoAccessTokenHmac,
+		&i.MercadopagoWebhookSecretEnc,
+		&i.Providers,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -69,12 +62,16 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
 		&i.StripeAccountID,
+		&i.MercadopagoAccessTokenEnc,
+		&i.MercadopagoAccessTokenHmac,
+		&i.MercadopagoWebhookSecretEnc,
+		&i.Providers,
 	)
 	return i, err
 }
 
 const accountGetByIDForUpdate = `-- name: AccountGetByIDForUpdate :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts WHERE id = $1 FOR UPDATE
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Account, error) {
@@ -94,12 +91,16 @@ func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Accou
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
 		&i.StripeAccountID,
+		&i.MercadopagoAccessTokenEnc,
+		&i.MercadopagoAccessTokenHmac,
+		&i.MercadopagoWebhookSecretEnc,
+		&i.Providers,
 	)
 	return i, err
 }
 
 const accountGetFirst = `-- name: AccountGetFirst :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts ORDER BY id LIMIT 1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts ORDER BY id LIMIT 1
 `
 
 func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
@@ -119,25 +120,83 @@ func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
 		&i.StripeAccountID,
+		&i.MercadopagoAccessTokenEnc,
+		&i.MercadopagoAccessTokenHmac,
+		&i.MercadopagoWebhookSecretEnc,
+		&i.Providers,
 	)
 	return i, err
 }
 
+const accountIDByMercadoPagoHMAC = `-- name: AccountIDByMercadoPagoHMAC :many
+SELECT id FROM accounts WHERE mercadopago_access_token_hmac = $1
+`
+
+func (q *Queries) AccountIDByMercadoPagoHMAC(ctx context.Context, mercadopagoAccessTokenHmac []byte) ([]string, error) {
+	rows, err := q.db.Query(ctx, accountIDByMercadoPagoHMAC, mercadopagoAccessTokenHmac)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const accountIDBySecretHMAC = `-- name: AccountIDBySecretHMAC :many
+SELECT id FROM accounts WHERE stripe_secret_hmac = $1
+`
+
+func (q *Queries) AccountIDBySecretHMAC(ctx context.Context, stripeSecretHmac []byte) ([]string, error) {
+	rows, err := q.db.Query(ctx, accountIDBySecretHMAC, stripeSecretHmac)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const accountInsert = `-- name: AccountInsert :one
-INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, stripe_account_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id
+INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, stripe_account_id,
+                      mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+        $9, $10, $11, $12)
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers
 `
 
 type AccountInsertParams struct {
-	ID               string
-	Name             string
-	ApiKeyHash       []byte
-	StripeSecretEnc  []byte
-	StripeSecretHmac []byte
-	WebhookSecretEnc []byte
-	CreatedAt        time.Time
-	StripeAccountID  *string
+	ID                          string
+	Name                        string
+	ApiKeyHash                  []byte
+	StripeSecretEnc             []byte
+	StripeSecretHmac            []byte
+	WebhookSecretEnc            []byte
+	CreatedAt                   time.Time
+	StripeAccountID             *string
+	MercadopagoAccessTokenEnc   []byte
+	MercadopagoAccessTokenHmac  []byte
+	MercadopagoWebhookSecretEnc []byte
+	Providers                   []string
 }
 
 func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (Account, error) {
@@ -150,6 +209,10 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		arg.WebhookSecretEnc,
 		arg.CreatedAt,
 		arg.StripeAccountID,
+		arg.MercadopagoAccessTokenEnc,
+		arg.MercadopagoAccessTokenHmac,
+		arg.MercadopagoWebhookSecretEnc,
+		arg.Providers,
 	)
 	var i Account
 	err := row.Scan(
@@ -166,12 +229,16 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
 		&i.StripeAccountID,
+		&i.MercadopagoAccessTokenEnc,
+		&i.MercadopagoAccessTokenHmac,
+		&i.MercadopagoWebhookSecretEnc,
+		&i.Providers,
 	)
 	return i, err
 }
 
 const accountList = `-- name: AccountList :many
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id FROM accounts ORDER BY created_at, id
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts ORDER BY created_at, id
 `
 
 func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
@@ -197,6 +264,10 @@ func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
 			&i.ApiKeyRotatedAt,
 			&i.EventsReadXid,
 			&i.StripeAccountID,
+			&i.MercadopagoAccessTokenEnc,
+			&i.MercadopagoAccessTokenHmac,
+			&i.MercadopagoWebhookSecretEnc,
+			&i.Providers,
 		); err != nil {
 			return nil, err
 		}
@@ -244,7 +315,7 @@ SET previous_api_key_hash       = api_key_hash,
     api_key_hash                = $2,
     api_key_rotated_at          = $3
 WHERE id = $4
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers
 `
 
 type AccountRotateAPIKeyParams struct {
@@ -278,6 +349,10 @@ func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIK
 		&i.ApiKeyRotatedAt,
 		&i.EventsReadXid,
 		&i.StripeAccountID,
+		&i.MercadopagoAccessTokenEnc,
+		&i.MercadopagoAccessTokenHmac,
+		&i.MercadopagoWebhookSecretEnc,
+		&i.Providers,
 	)
 	return i, err
 }
@@ -300,17 +375,80 @@ func (q *Queries) AccountSetStripeAccountID(ctx context.Context, arg AccountSetS
 	return result.RowsAffected(), nil
 }
 
+const accountUpdateProviders = `-- name: AccountUpdateProviders :one
+UPDATE accounts
+SET stripe_secret_enc = $1, stripe_secret_hmac = $2, webhook_secret_enc = $3,
+    stripe_account_id = $4,
+    mercadopago_access_token_enc = $5, mercadopago_access_token_hmac = $6,
+    mercadopago_webhook_secret_enc = $7, providers = $8
+WHERE id = $9
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers
+`
+
+type AccountUpdateProvidersParams struct {
+	StripeSecretEnc             []byte
+	StripeSecretHmac            []byte
+	WebhookSecretEnc            []byte
+	StripeAccountID             *string
+	MercadopagoAccessTokenEnc   []byte
+	MercadopagoAccessTokenHmac  []byte
+	MercadopagoWebhookSecretEnc []byte
+	Providers                   []string
+	ID                          string
+}
+
+// Every provider column at once, under the row lock the caller holds.
+func (q *Queries) AccountUpdateProviders(ctx context.Context, arg AccountUpdateProvidersParams) (Account, error) {
+	row := q.db.QueryRow(ctx, accountUpdateProviders,
+		arg.StripeSecretEnc,
+		arg.StripeSecretHmac,
+		arg.WebhookSecretEnc,
+		arg.StripeAccountID,
+		arg.MercadopagoAccessTokenEnc,
+		arg.MercadopagoAccessTokenHmac,
+		arg.MercadopagoWebhookSecretEnc,
+		arg.Providers,
+		arg.ID,
+	)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ApiKeyHash,
+		&i.StripeSecretEnc,
+		&i.StripeSecretHmac,
+		&i.WebhookSecretEnc,
+		&i.CreatedAt,
+		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
+		&i.EventsReadXid,
+		&i.StripeAccountID,
+		&i.MercadopagoAccessTokenEnc,
+		&i.MercadopagoAccessTokenHmac,
+		&i.MercadopagoWebhookSecretEnc,
+		&i.Providers,
+	)
+	return i, err
+}
+
 const accountUpdateSecrets = `-- name: AccountUpdateSecrets :exec
 UPDATE accounts
-SET stripe_secret_enc = $1, stripe_secret_hmac = $2, webhook_secret_enc = $3
-WHERE id = $4
+SET stripe_secret_enc = $1, stripe_secret_hmac = $2, webhook_secret_enc = $3,
+    mercadopago_access_token_enc = $4, mercadopago_access_token_hmac = $5,
+    mercadopago_webhook_secret_enc = $6
+WHERE id = $7
 `
 
 type AccountUpdateSecretsParams struct {
-	StripeSecretEnc  []byte
-	StripeSecretHmac []byte
-	WebhookSecretEnc []byte
-	ID               string
+	StripeSecretEnc             []byte
+	StripeSecretHmac            []byte
+	WebhookSecretEnc            []byte
+	MercadopagoAccessTokenEnc   []byte
+	MercadopagoAccessTokenHmac  []byte
+	MercadopagoWebhookSecretEnc []byte
+	ID                          string
 }
 
 func (q *Queries) AccountUpdateSecrets(ctx context.Context, arg AccountUpdateSecretsParams) error {
@@ -318,6 +456,9 @@ func (q *Queries) AccountUpdateSecrets(ctx context.Context, arg AccountUpdateSec
 		arg.StripeSecretEnc,
 		arg.StripeSecretHmac,
 		arg.WebhookSecretEnc,
+		arg.MercadopagoAccessTokenEnc,
+		arg.MercadopagoAccessTokenHmac,
+		arg.MercadopagoWebhookSecretEnc,
 		arg.ID,
 	)
 	return err

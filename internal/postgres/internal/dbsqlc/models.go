@@ -61,19 +61,23 @@ func (ns NullRiverJobState) Value() (driver.Value, error) {
 }
 
 type Account struct {
-	ID                      string
-	Name                    string
-	ApiKeyHash              []byte
-	StripeSecretEnc         []byte
-	StripeSecretHmac        []byte
-	WebhookSecretEnc        []byte
-	CreatedAt               time.Time
-	EventsReadSeq           int64
-	PreviousApiKeyHash      []byte
-	PreviousApiKeyExpiresAt *time.Time
-	ApiKeyRotatedAt         *time.Time
-	EventsReadXid           pgtype.Uint64
-	StripeAccountID         *string
+	ID                          string
+	Name                        string
+	ApiKeyHash                  []byte
+	StripeSecretEnc             []byte
+	StripeSecretHmac            []byte
+	WebhookSecretEnc            []byte
+	CreatedAt                   time.Time
+	EventsReadSeq               int64
+	PreviousApiKeyHash          []byte
+	PreviousApiKeyExpiresAt     *time.Time
+	ApiKeyRotatedAt             *time.Time
+	EventsReadXid               pgtype.Uint64
+	StripeAccountID             *string
+	MercadopagoAccessTokenEnc   []byte
+	MercadopagoAccessTokenHmac  []byte
+	MercadopagoWebhookSecretEnc []byte
+	Providers                   []string
 }
 
 type Attempt struct {
