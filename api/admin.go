@@ -2,11 +2,13 @@ package api
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/operations"
 	"github.com/acmepay/payments/internal/payment"
@@ -14,9 +16,24 @@ import (
 )
 
 type createAccountRequest struct {
-	Name            string `json:"name"`
-	StripeSecretKey string `json:"stripe_secret_key"`
-	WebhookSecret   string `json:"webhook_secret"`
+	Name string `json:"name"`
+	providerSecrets
+}
+
+// providerSecrets are provider credentials as the admin API spells them.
+type providerSecrets struct {
+	StripeSecretKey          string `json:"stripe_secret_key"`
+	WebhookSecret            string `json:"webhook_secret"`
+	MercadoPagoAccessToken   string `json:"mercadopago_access_token"`
+	MercadoPagoWebhookSecret string `json:"mercadopago_webhook_secret"`
+}
+
+// secretFields skip the card-number check of the strict decoder.
+var secretFields = []string{"stripe_secret_key", "webhook_secret", "mercadopago_access_token", "mercadopago_webhook_secret"}
+
+func (p providerSecrets) secrets() account.Secrets {
+	return account.Secrets{StripeSecret: p.StripeSecretKey, WebhookSecret: p.WebhookSecret,
+		MercadoPagoToken: p.MercadoPagoAccessToken, MercadoPagoWebhookSecret: p.MercadoPagoWebhookSecret}
 }
 
 func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) {
@@ -26,16 +43,54 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req createAccountRequest
-	if err := payment.DecodeStrict(body, &req, "stripe_secret_key", "webhook_secret"); err != nil {
+	if err := payment.DecodeStrict(body, &req, secretFields...); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	a, apiKey, err := s.accounts.Create(r.Context(), req.Name, req.StripeSecretKey, req.WebhookSecret)
+	a, apiKey, err := s.accounts.CreateWith(r.Context(), req.Name, req.secrets())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"id": a.ID, "api_key": apiKey})
+}
+
+// setProviderRequest replaces one provider's credentials; actor and reason
+// are optional here (account changes need none) and go to the log.
+type setProviderRequest struct {
+	providerSecrets
+	Actor  string `json:"actor"`
+	Reason string `json:"reason"`
+}
+
+func (s *Server) setAccountProvider(w http.ResponseWriter, r *http.Request) {
+	body, err := readJSON(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req setProviderRequest
+	if err := payment.DecodeStrict(body, &req, secretFields...); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if utf8.RuneCountInString(req.Actor) > maxActorLen || utf8.RuneCountInString(req.Reason) > maxReasonLen {
+		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "actor is at most %d and reason at most %d characters", maxActorLen, maxReasonLen))
+		return
+	}
+	id, name := chi.URLParam(r, "id"), chi.URLParam(r, "provider")
+	if !payment.ValidText(id) {
+		s.writeError(w, r, payment.ErrNotFound)
+		return
+	}
+	sum, err := s.accounts.SetProvider(r.Context(), id, name, req.secrets())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "account provider credentials set", slog.String("account_id", id),
+		slog.String("provider", name), slog.String("actor", req.Actor), slog.String("reason", req.Reason))
+	writeJSON(w, http.StatusOK, sum)
 }
 
 // adminAction is the body of mutating admin calls: who acts and why, both

@@ -154,6 +154,7 @@ func (s *Server) Handler() http.Handler {
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(adminOnly(s.log, s.adminToken, s.authLimiter))
 		r.With(identityBody).Post("/accounts", s.createAccount)
+		r.With(identityBody).Put("/accounts/{id}/providers/{provider}", s.setAccountProvider)
 		r.Get("/payments", s.adminListPayments)
 		r.Get("/payments/{id}", s.adminGetPayment)
 		r.With(identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)

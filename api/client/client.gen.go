@@ -840,6 +840,23 @@ type AccountCreated struct {
 	Id     string `json:"id"`
 }
 
+// AccountSummary An account without its secrets.
+type AccountSummary struct {
+	ApiKeyRotatedAt *time.Time `json:"api_key_rotated_at,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+
+	// HasWebhookSecret Whether the account has a Stripe webhook secret.
+	HasWebhookSecret bool   `json:"has_webhook_secret"`
+	Id               string `json:"id"`
+	Name             string `json:"name"`
+
+	// PreviousApiKeyValidUntil Until when the key replaced by the last rotation is still accepted.
+	PreviousApiKeyValidUntil *time.Time `json:"previous_api_key_valid_until,omitempty"`
+
+	// Providers The providers the account has credentials for (`stripe`, `mercadopago`), in the order they were added.
+	Providers []string `json:"providers"`
+}
+
 // AdminActionRequest Who acts and why; both are kept in the audit trail.
 type AdminActionRequest struct {
 	// Actor Example: ops@acmepay.dev
@@ -974,10 +991,15 @@ type CaptureRequest struct {
 
 // CreateAccountRequest defines model for CreateAccountRequest.
 type CreateAccountRequest struct {
-	Name string `json:"name"`
+	// MercadopagoAccessToken The account's own Mercado Pago access token (`APP_USR-…` or `TEST-…`); stored encrypted and never shared with another account. Checked as given, nothing trimmed.
+	MercadopagoAccessToken *string `json:"mercadopago_access_token,omitempty"`
+
+	// MercadopagoWebhookSecret The Mercado Pago webhook secret of the account (letters, digits, `-` and `_`).
+	MercadopagoWebhookSecret *string `json:"mercadopago_webhook_secret,omitempty"`
+	Name                     string  `json:"name"`
 
 	// StripeSecretKey The account's own Stripe secret or restricted key; stored encrypted and never shared with another account. Checked as given, nothing trimmed: any other form, white space included, is 400 `invalid_request` naming the field.
-	StripeSecretKey string `json:"stripe_secret_key"`
+	StripeSecretKey *string `json:"stripe_secret_key,omitempty"`
 
 	// WebhookSecret The Stripe webhook signing secret of the account, checked as `stripe_secret_key` is.
 	WebhookSecret *string `json:"webhook_secret,omitempty"`
@@ -1428,6 +1450,27 @@ type ResolveDiscrepancyRequest struct {
 // provider's state only once the refund succeeded.
 type ResolveDiscrepancyRequestAction string
 
+// SetAccountProviderRequest One provider's credentials, as the path's provider names them.
+type SetAccountProviderRequest struct {
+	// Actor Who makes the change; logged.
+	Actor *string `json:"actor,omitempty"`
+
+	// MercadopagoAccessToken The account's own Mercado Pago access token (`APP_USR-…` or `TEST-…`); stored encrypted and never shared with another account. Checked as given, nothing trimmed.
+	MercadopagoAccessToken *string `json:"mercadopago_access_token,omitempty"`
+
+	// MercadopagoWebhookSecret The Mercado Pago webhook secret of the account (letters, digits, `-` and `_`).
+	MercadopagoWebhookSecret *string `json:"mercadopago_webhook_secret,omitempty"`
+
+	// Reason Why; logged.
+	Reason *string `json:"reason,omitempty"`
+
+	// StripeSecretKey The account's own Stripe secret or restricted key; stored encrypted and never shared with another account. Checked as given, nothing trimmed: any other form, white space included, is 400 `invalid_request` naming the field.
+	StripeSecretKey *string `json:"stripe_secret_key,omitempty"`
+
+	// WebhookSecret The Stripe webhook signing secret of the account, checked as `stripe_secret_key` is.
+	WebhookSecret *string `json:"webhook_secret,omitempty"`
+}
+
 // StuckPayment A payment in the admin stuck list, with `needs_attention`.
 type StuckPayment struct {
 	// Amount Integer amount in minor units (for zero-decimal currencies such as
@@ -1684,6 +1727,14 @@ type UnsupportedMediaType = Problem
 
 // AdminCreateAccountParams defines parameters for AdminCreateAccount.
 type AdminCreateAccountParams struct {
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminSetAccountProviderParams defines parameters for AdminSetAccountProvider.
+type AdminSetAccountProviderParams struct {
 	// XRequestId A request id to correlate logs; kept when it matches
 	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
 	// the `X-Request-Id` response header and in problem documents.
@@ -2249,6 +2300,9 @@ type StripeWebhook200JSONResponseBodyReceived bool
 // AdminCreateAccountJSONRequestBody defines body for AdminCreateAccount for application/json ContentType.
 type AdminCreateAccountJSONRequestBody = CreateAccountRequest
 
+// AdminSetAccountProviderJSONRequestBody defines body for AdminSetAccountProvider for application/json ContentType.
+type AdminSetAccountProviderJSONRequestBody = SetAccountProviderRequest
+
 // AdminResolveDiscrepancyJSONRequestBody defines body for AdminResolveDiscrepancy for application/json ContentType.
 type AdminResolveDiscrepancyJSONRequestBody = ResolveDiscrepancyRequest
 
@@ -2624,6 +2678,12 @@ type ClientInterface interface {
 	// provider refuses is 400 naming `stripe_secret_key`; when the
 	// provider cannot be asked, 503 `unavailable` and nothing is stored.
 	//
+	// At least one provider's credentials are required: Stripe's
+	// (`stripe_secret_key`, `webhook_secret`), Mercado Pago's
+	// (`mercadopago_access_token`, `mercadopago_webhook_secret`), or
+	// both; the account's providers are then Stripe first, Mercado Pago
+	// second.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -2642,10 +2702,50 @@ type ClientInterface interface {
 	// provider refuses is 400 naming `stripe_secret_key`; when the
 	// provider cannot be asked, 503 `unavailable` and nothing is stored.
 	//
+	// At least one provider's credentials are required: Stripe's
+	// (`stripe_secret_key`, `webhook_secret`), Mercado Pago's
+	// (`mercadopago_access_token`, `mercadopago_webhook_secret`), or
+	// both; the account's providers are then Stripe first, Mercado Pago
+	// second.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
 	AdminCreateAccount(ctx context.Context, params *AdminCreateAccountParams, body AdminCreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminSetAccountProviderWithBody Add or replace one provider's credentials of an account
+	//
+	// Adds the provider to the account (last in its `providers`) or
+	// replaces the credentials it had there, all of them: a webhook
+	// secret left out is removed. The body carries that provider's
+	// fields only: `stripe_secret_key` and `webhook_secret` for `stripe`
+	// (checked with the provider as at creation), or
+	// `mercadopago_access_token` and `mercadopago_webhook_secret` for
+	// `mercadopago`. Secrets are stored encrypted and never echoed.
+	// `actor` and `reason` are optional and logged. An instance may use
+	// the former credentials for up to 30 s.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
+	AdminSetAccountProviderWithBody(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminSetAccountProvider Add or replace one provider's credentials of an account
+	//
+	// Adds the provider to the account (last in its `providers`) or
+	// replaces the credentials it had there, all of them: a webhook
+	// secret left out is removed. The body carries that provider's
+	// fields only: `stripe_secret_key` and `webhook_secret` for `stripe`
+	// (checked with the provider as at creation), or
+	// `mercadopago_access_token` and `mercadopago_webhook_secret` for
+	// `mercadopago`. Secrets are stored encrypted and never echoed.
+	// `actor` and `reason` are optional and logged. An instance may use
+	// the former credentials for up to 30 s.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
+	AdminSetAccountProvider(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, body AdminSetAccountProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminListDiscrepancies Differences between final payments and the provider
 	//
@@ -3159,6 +3259,12 @@ type ClientInterface interface {
 // provider refuses is 400 naming `stripe_secret_key`; when the
 // provider cannot be asked, 503 `unavailable` and nothing is stored.
 //
+// At least one provider's credentials are required: Stripe's
+// (`stripe_secret_key`, `webhook_secret`), Mercado Pago's
+// (`mercadopago_access_token`, `mercadopago_webhook_secret`), or
+// both; the account's providers are then Stripe first, Mercado Pago
+// second.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -3187,11 +3293,71 @@ func (c *Client) AdminCreateAccountWithBody(ctx context.Context, params *AdminCr
 // provider refuses is 400 naming `stripe_secret_key`; when the
 // provider cannot be asked, 503 `unavailable` and nothing is stored.
 //
+// At least one provider's credentials are required: Stripe's
+// (`stripe_secret_key`, `webhook_secret`), Mercado Pago's
+// (`mercadopago_access_token`, `mercadopago_webhook_secret`), or
+// both; the account's providers are then Stripe first, Mercado Pago
+// second.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
 func (c *Client) AdminCreateAccount(ctx context.Context, params *AdminCreateAccountParams, body AdminCreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminCreateAccountRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminSetAccountProviderWithBody Add or replace one provider's credentials of an account
+//
+// Adds the provider to the account (last in its `providers`) or
+// replaces the credentials it had there, all of them: a webhook
+// secret left out is removed. The body carries that provider's
+// fields only: `stripe_secret_key` and `webhook_secret` for `stripe`
+// (checked with the provider as at creation), or
+// `mercadopago_access_token` and `mercadopago_webhook_secret` for
+// `mercadopago`. Secrets are stored encrypted and never echoed.
+// `actor` and `reason` are optional and logged. An instance may use
+// the former credentials for up to 30 s.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
+func (c *Client) AdminSetAccountProviderWithBody(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminSetAccountProviderRequestWithBody(c.Server, id, provider, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminSetAccountProvider Add or replace one provider's credentials of an account
+//
+// Adds the provider to the account (last in its `providers`) or
+// replaces the credentials it had there, all of them: a webhook
+// secret left out is removed. The body carries that provider's
+// fields only: `stripe_secret_key` and `webhook_secret` for `stripe`
+// (checked with the provider as at creation), or
+// `mercadopago_access_token` and `mercadopago_webhook_secret` for
+// `mercadopago`. Secrets are stored encrypted and never echoed.
+// `actor` and `reason` are optional and logged. An instance may use
+// the former credentials for up to 30 s.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
+func (c *Client) AdminSetAccountProvider(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, body AdminSetAccountProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminSetAccountProviderRequest(c.Server, id, provider, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4171,6 +4337,75 @@ func NewAdminCreateAccountRequestWithBody(server string, params *AdminCreateAcco
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminSetAccountProviderRequest calls the generic AdminSetAccountProvider builder with application/json body
+func NewAdminSetAccountProviderRequest(server string, id string, provider string, params *AdminSetAccountProviderParams, body AdminSetAccountProviderJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAdminSetAccountProviderRequestWithBody(server, id, provider, params, "application/json", bodyReader)
+}
+
+// NewAdminSetAccountProviderRequestWithBody constructs an http.Request for the AdminSetAccountProvider method, with any body, and a specified content type
+func NewAdminSetAccountProviderRequestWithBody(server string, id string, provider string, params *AdminSetAccountProviderParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "provider", provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/accounts/%s/providers/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -6345,6 +6580,12 @@ type ClientWithResponsesInterface interface {
 	// provider refuses is 400 naming `stripe_secret_key`; when the
 	// provider cannot be asked, 503 `unavailable` and nothing is stored.
 	//
+	// At least one provider's credentials are required: Stripe's
+	// (`stripe_secret_key`, `webhook_secret`), Mercado Pago's
+	// (`mercadopago_access_token`, `mercadopago_webhook_secret`), or
+	// both; the account's providers are then Stripe first, Mercado Pago
+	// second.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -6363,10 +6604,50 @@ type ClientWithResponsesInterface interface {
 	// provider refuses is 400 naming `stripe_secret_key`; when the
 	// provider cannot be asked, 503 `unavailable` and nothing is stored.
 	//
+	// At least one provider's credentials are required: Stripe's
+	// (`stripe_secret_key`, `webhook_secret`), Mercado Pago's
+	// (`mercadopago_access_token`, `mercadopago_webhook_secret`), or
+	// both; the account's providers are then Stripe first, Mercado Pago
+	// second.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
 	AdminCreateAccountWithResponse(ctx context.Context, params *AdminCreateAccountParams, body AdminCreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminCreateAccountResponse, error)
+
+	// AdminSetAccountProviderWithBodyWithResponse Add or replace one provider's credentials of an account
+	//
+	// Adds the provider to the account (last in its `providers`) or
+	// replaces the credentials it had there, all of them: a webhook
+	// secret left out is removed. The body carries that provider's
+	// fields only: `stripe_secret_key` and `webhook_secret` for `stripe`
+	// (checked with the provider as at creation), or
+	// `mercadopago_access_token` and `mercadopago_webhook_secret` for
+	// `mercadopago`. Secrets are stored encrypted and never echoed.
+	// `actor` and `reason` are optional and logged. An instance may use
+	// the former credentials for up to 30 s.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
+	AdminSetAccountProviderWithBodyWithResponse(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminSetAccountProviderResponse, error)
+
+	// AdminSetAccountProviderWithResponse Add or replace one provider's credentials of an account
+	//
+	// Adds the provider to the account (last in its `providers`) or
+	// replaces the credentials it had there, all of them: a webhook
+	// secret left out is removed. The body carries that provider's
+	// fields only: `stripe_secret_key` and `webhook_secret` for `stripe`
+	// (checked with the provider as at creation), or
+	// `mercadopago_access_token` and `mercadopago_webhook_secret` for
+	// `mercadopago`. Secrets are stored encrypted and never echoed.
+	// `actor` and `reason` are optional and logged. An instance may use
+	// the former credentials for up to 30 s.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
+	AdminSetAccountProviderWithResponse(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, body AdminSetAccountProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminSetAccountProviderResponse, error)
 
 	// AdminListDiscrepanciesWithResponse Differences between final payments and the provider
 	//
@@ -7059,6 +7340,168 @@ func (r AdminCreateAccountResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminCreateAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminSetAccountProviderResponse200Headers the declared response headers of an HTTP 200 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse200Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountProviderResponse400Headers the declared response headers of an HTTP 400 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse400Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountProviderResponse401Headers the declared response headers of an HTTP 401 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountProviderResponse404Headers the declared response headers of an HTTP 404 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse404Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountProviderResponse409Headers the declared response headers of an HTTP 409 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse409Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountProviderResponse413Headers the declared response headers of an HTTP 413 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse413Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountProviderResponse415Headers the declared response headers of an HTTP 415 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse415Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountProviderResponse429Headers the declared response headers of an HTTP 429 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// AdminSetAccountProviderResponse503Headers the declared response headers of an HTTP 503 response for AdminSetAccountProvider
+type AdminSetAccountProviderResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminSetAccountProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AccountSummary
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *InvalidRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *RequestTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminSetAccountProviderResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminSetAccountProviderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminSetAccountProviderResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminSetAccountProviderResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AdminSetAccountProviderResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AdminSetAccountProviderResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *AdminSetAccountProviderResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminSetAccountProviderResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminSetAccountProviderResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminSetAccountProviderResponse) GetJSON200() *AccountSummary {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminSetAccountProviderResponse) GetApplicationproblemJSON400() *InvalidRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminSetAccountProviderResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AdminSetAccountProviderResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AdminSetAccountProviderResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AdminSetAccountProviderResponse) GetApplicationproblemJSON413() *RequestTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AdminSetAccountProviderResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminSetAccountProviderResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminSetAccountProviderResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminSetAccountProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminSetAccountProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminSetAccountProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminSetAccountProviderResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10928,6 +11371,12 @@ func (r StripeWebhookResponse) ContentType() string {
 // provider refuses is 400 naming `stripe_secret_key`; when the
 // provider cannot be asked, 503 `unavailable` and nothing is stored.
 //
+// At least one provider's credentials are required: Stripe's
+// (`stripe_secret_key`, `webhook_secret`), Mercado Pago's
+// (`mercadopago_access_token`, `mercadopago_webhook_secret`), or
+// both; the account's providers are then Stripe first, Mercado Pago
+// second.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -10952,6 +11401,12 @@ func (c *ClientWithResponses) AdminCreateAccountWithBodyWithResponse(ctx context
 // provider refuses is 400 naming `stripe_secret_key`; when the
 // provider cannot be asked, 503 `unavailable` and nothing is stored.
 //
+// At least one provider's credentials are required: Stripe's
+// (`stripe_secret_key`, `webhook_secret`), Mercado Pago's
+// (`mercadopago_access_token`, `mercadopago_webhook_secret`), or
+// both; the account's providers are then Stripe first, Mercado Pago
+// second.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/v1/accounts (the `AdminCreateAccount` operationId).
@@ -10961,6 +11416,52 @@ func (c *ClientWithResponses) AdminCreateAccountWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseAdminCreateAccountResponse(rsp)
+}
+
+// AdminSetAccountProviderWithBodyWithResponse Add or replace one provider's credentials of an account
+//
+// Adds the provider to the account (last in its `providers`) or
+// replaces the credentials it had there, all of them: a webhook
+// secret left out is removed. The body carries that provider's
+// fields only: `stripe_secret_key` and `webhook_secret` for `stripe`
+// (checked with the provider as at creation), or
+// `mercadopago_access_token` and `mercadopago_webhook_secret` for
+// `mercadopago`. Secrets are stored encrypted and never echoed.
+// `actor` and `reason` are optional and logged. An instance may use
+// the former credentials for up to 30 s.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
+func (c *ClientWithResponses) AdminSetAccountProviderWithBodyWithResponse(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminSetAccountProviderResponse, error) {
+	rsp, err := c.AdminSetAccountProviderWithBody(ctx, id, provider, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminSetAccountProviderResponse(rsp)
+}
+
+// AdminSetAccountProviderWithResponse Add or replace one provider's credentials of an account
+//
+// Adds the provider to the account (last in its `providers`) or
+// replaces the credentials it had there, all of them: a webhook
+// secret left out is removed. The body carries that provider's
+// fields only: `stripe_secret_key` and `webhook_secret` for `stripe`
+// (checked with the provider as at creation), or
+// `mercadopago_access_token` and `mercadopago_webhook_secret` for
+// `mercadopago`. Secrets are stored encrypted and never echoed.
+// `actor` and `reason` are optional and logged. An instance may use
+// the former credentials for up to 30 s.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
+func (c *ClientWithResponses) AdminSetAccountProviderWithResponse(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, body AdminSetAccountProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminSetAccountProviderResponse, error) {
+	rsp, err := c.AdminSetAccountProvider(ctx, id, provider, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminSetAccountProviderResponse(rsp)
 }
 
 // AdminListDiscrepanciesWithResponse Differences between final payments and the provider
@@ -11930,6 +12431,195 @@ func ParseAdminCreateAccountResponse(rsp *http.Response) (*AdminCreateAccountRes
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminCreateAccountResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminSetAccountProviderResponse parses an HTTP response from a AdminSetAccountProviderWithResponse call
+func ParseAdminSetAccountProviderResponse(rsp *http.Response) (*AdminSetAccountProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminSetAccountProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccountSummary
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest RequestTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminSetAccountProviderResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AdminSetAccountProviderResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminSetAccountProviderResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminSetAccountProviderResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers AdminSetAccountProviderResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers AdminSetAccountProviderResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers AdminSetAccountProviderResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminSetAccountProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminSetAccountProviderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
