@@ -25,14 +25,24 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 		name := fs.String("name", "", "account name")
 		key := fs.String("stripe-key", "", "the account's Stripe secret key (sk_…)")
 		whsec := fs.String("webhook-secret", "", "the account's Stripe webhook signing secret (whsec_…)")
-		if err := parseFlags(fs, args[1:], "name", "stripe-key"); err != nil {
+		mpToken := fs.String("mercadopago-access-token", "", "the account's Mercado Pago access token (APP_USR-… or TEST-…)")
+		mpSecret := fs.String("mercadopago-webhook-secret", "", "the account's Mercado Pago webhook secret")
+		// Stripe's key is required unless Mercado Pago's credentials stand in.
+		err := parseFlagsRequiring(fs, args[1:], func() []string {
+			if *mpToken != "" {
+				return []string{"name"}
+			}
+			return []string{"name", "stripe-key"}
+		})
+		if err != nil {
 			return err
 		}
-		if err := checkCredentialFlags(*key, *whsec); err != nil {
+		sec := account.Secrets{StripeSecret: *key, WebhookSecret: *whsec, MercadoPagoToken: *mpToken, MercadoPagoWebhookSecret: *mpSecret}
+		if err := checkCredentialFlags(sec); err != nil {
 			return err
 		}
 		runIt = func(s *account.Service) error {
-			a, apiKey, err := s.Create(ctx, *name, *key, *whsec)
+			a, apiKey, err := s.CreateWith(ctx, *name, sec)
 			if err != nil {
 				return err
 			}
@@ -113,13 +123,25 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 
 // checkCredentialFlags names the flag of a malformed provider secret, so
 // an operator sees which one to fix; the secret itself is never printed.
-func checkCredentialFlags(stripeKey, webhookSecret string) error {
-	if err := account.CheckStripeSecretKey(stripeKey); err != nil {
-		return usageErrorf("--stripe-key %v", err)
+func checkCredentialFlags(sec account.Secrets) error {
+	if sec.StripeSecret != "" || sec.WebhookSecret != "" || sec.MercadoPagoToken == "" {
+		if err := account.CheckStripeSecretKey(sec.StripeSecret); err != nil {
+			return usageErrorf("--stripe-key %v", err)
+		}
 	}
-	if webhookSecret != "" {
-		if err := account.CheckWebhookSecret(webhookSecret); err != nil {
+	if sec.WebhookSecret != "" {
+		if err := account.CheckWebhookSecret(sec.WebhookSecret); err != nil {
 			return usageErrorf("--webhook-secret %v", err)
+		}
+	}
+	if sec.MercadoPagoToken != "" || sec.MercadoPagoWebhookSecret != "" {
+		if err := account.CheckMercadoPagoAccessToken(sec.MercadoPagoToken); err != nil {
+			return usageErrorf("--mercadopago-access-token %v", err)
+		}
+	}
+	if sec.MercadoPagoWebhookSecret != "" {
+		if err := account.CheckMercadoPagoWebhookSecret(sec.MercadoPagoWebhookSecret); err != nil {
+			return usageErrorf("--mercadopago-webhook-secret %v", err)
 		}
 	}
 	return nil

@@ -52,7 +52,11 @@ RECONCILE_AFTER, PROVIDER_TIMEOUT, AUDIT_WINDOW, AUDIT_RATE.`},
 		summary: `create an account; prints {"id":…,"api_key":…}`,
 		details: `The API key is shown only now; only its hash is stored. The provider
 secrets are stored encrypted under ENCRYPTION_KEY; two accounts can never
-share one Stripe secret key.
+share one Stripe secret key, nor one Mercado Pago access token.
+
+--mercadopago-access-token T [--mercadopago-webhook-secret S] gives the
+account Mercado Pago credentials, beside Stripe's or instead of them
+(--stripe-key is then optional); Stripe comes first when both are given.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
 	{name: "accounts list", summary: "list the accounts, one JSON object a line, without secrets",
@@ -272,6 +276,12 @@ func noArguments(name string, args []string) error {
 // parseFlags parses a command's flags and names every required one that is
 // missing or empty.
 func parseFlags(fs *flag.FlagSet, args []string, required ...string) error {
+	return parseFlagsRequiring(fs, args, func() []string { return required })
+}
+
+// parseFlagsRequiring is parseFlags with required flags that depend on the
+// values parsed.
+func parseFlagsRequiring(fs *flag.FlagSet, args []string, requiredFn func() []string) error {
 	fs.SetOutput(io.Discard)
 	c, _ := lookupCommand(fs.Name())
 	if err := fs.Parse(args); err != nil {
@@ -281,7 +291,7 @@ func parseFlags(fs *flag.FlagSet, args []string, required ...string) error {
 		return usageErrorf("%s: unexpected argument %q (usage: payments %s %s)", fs.Name(), fs.Arg(0), fs.Name(), c.synopsis)
 	}
 	var missing []string
-	for _, name := range required {
+	for _, name := range requiredFn() {
 		if f := fs.Lookup(name); f == nil || f.Value.String() == "" {
 			missing = append(missing, "--"+name)
 		}
