@@ -21,50 +21,14 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 	var runIt func(*account.Service) error
 	switch args[0] {
 	case "create":
-		fs := flag.NewFlagSet("accounts create", flag.ContinueOnError)
-		name := fs.String("name", "", "account name")
-		key := fs.String("stripe-key", "", "the account's Stripe secret key (sk_…)")
-		whsec := fs.String("webhook-secret", "", "the account's Stripe webhook signing secret (whsec_…)")
-		mpToken := fs.String("mercadopago-access-token", "", "the account's Mercado Pago access token (APP_USR-… or TEST-…)")
-		mpSecret := fs.String("mercadopago-webhook-secret", "", "the account's Mercado Pago webhook secret")
-		// Stripe's key is required unless Mercado Pago's credentials stand in.
-		err := parseFlagsRequiring(fs, args[1:], func() []string {
-			if *mpToken != "" {
-				return []string{"name"}
-			}
-			return []string{"name", "stripe-key"}
-		})
-		if err != nil {
+		var err error
+		if runIt, err = accountsCreate(ctx, args[1:], stdout); err != nil {
 			return err
-		}
-		sec := account.Secrets{StripeSecret: *key, WebhookSecret: *whsec, MercadoPagoToken: *mpToken, MercadoPagoWebhookSecret: *mpSecret}
-		if err := checkCredentialFlags(sec); err != nil {
-			return err
-		}
-		runIt = func(s *account.Service) error {
-			a, apiKey, err := s.CreateWith(ctx, *name, sec)
-			if err != nil {
-				return err
-			}
-			return json.NewEncoder(stdout).Encode(map[string]string{"id": a.ID, "api_key": apiKey})
 		}
 	case "list":
-		fs := flag.NewFlagSet("accounts list", flag.ContinueOnError)
-		if err := parseFlags(fs, args[1:]); err != nil {
+		var err error
+		if runIt, err = accountsList(ctx, args[1:], stdout); err != nil {
 			return err
-		}
-		runIt = func(s *account.Service) error {
-			list, err := s.List(ctx)
-			if err != nil {
-				return err
-			}
-			enc := json.NewEncoder(stdout)
-			for _, a := range list {
-				if err := enc.Encode(a); err != nil {
-					return err
-				}
-			}
-			return nil
 		}
 	case "rotate-api-key":
 		fs := flag.NewFlagSet("accounts rotate-api-key", flag.ContinueOnError)
@@ -119,6 +83,60 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	return runIt(s)
+}
+
+// accountsCreate parses `accounts create` and returns what creates the
+// account once the service is open.
+func accountsCreate(ctx context.Context, args []string, stdout io.Writer) (func(*account.Service) error, error) {
+	fs := flag.NewFlagSet("accounts create", flag.ContinueOnError)
+	name := fs.String("name", "", "account name")
+	key := fs.String("stripe-key", "", "the account's Stripe secret key (sk_…)")
+	whsec := fs.String("webhook-secret", "", "the account's Stripe webhook signing secret (whsec_…)")
+	mpToken := fs.String("mercadopago-access-token", "", "the account's Mercado Pago access token (APP_USR-… or TEST-…)")
+	mpSecret := fs.String("mercadopago-webhook-secret", "", "the account's Mercado Pago webhook secret")
+	// Stripe's key is required unless Mercado Pago's credentials stand in.
+	err := parseFlagsRequiring(fs, args, func() []string {
+		if *mpToken != "" {
+			return []string{"name"}
+		}
+		return []string{"name", "stripe-key"}
+	})
+	if err != nil {
+		return nil, err
+	}
+	sec := account.Secrets{StripeSecret: *key, WebhookSecret: *whsec, MercadoPagoToken: *mpToken, MercadoPagoWebhookSecret: *mpSecret}
+	if err := checkCredentialFlags(sec); err != nil {
+		return nil, err
+	}
+	return func(s *account.Service) error {
+		a, apiKey, err := s.CreateWith(ctx, *name, sec)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(stdout).Encode(map[string]string{"id": a.ID, "api_key": apiKey})
+	}, nil
+}
+
+// accountsList parses `accounts list` and returns what prints the
+// accounts, one JSON object a line, once the service is open.
+func accountsList(ctx context.Context, args []string, stdout io.Writer) (func(*account.Service) error, error) {
+	fs := flag.NewFlagSet("accounts list", flag.ContinueOnError)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	return func(s *account.Service) error {
+		list, err := s.List(ctx)
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(stdout)
+		for _, a := range list {
+			if err := enc.Encode(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
 }
 
 // checkCredentialFlags names the flag of a malformed provider secret, so
