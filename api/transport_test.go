@@ -319,7 +319,7 @@ func TestMethodNotAllowedAllow(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	for pattern, methods := range routes(t, e) {
 		var want []string
-		for _, m := range []string{http.MethodGet, http.MethodPost} {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut} {
 			if slices.Contains(methods, m) {
 				want = append(want, m)
 				if m == http.MethodGet {
