@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/apitest"
 	"github.com/acmepay/payments/internal/payment"
 )
@@ -76,6 +77,12 @@ func TestAdminAccountsMercadoPagoCreate(t *testing.T) {
 	wantProblem(t, bad, http.StatusBadRequest, "invalid_request")
 	noSecrets(t, bad, mpTokenOne)
 	wantProblem(t, adminPost(e, `{"name":"Copia","mercadopago_access_token":"`+mpTokenOne+`"}`), http.StatusConflict, "provider_credentials_in_use")
+
+	// The start-up pass that asks Stripe about old accounts leaves an
+	// account without a Stripe secret alone.
+	if sum, err := e.Accounts.RecordProviderAccounts(ctx, e.Logger()); err != nil || sum != (account.OwnersSummary{}) {
+		t.Fatalf("provider accounts pass: %+v, %v; want nothing examined", sum, err)
+	}
 }
 
 // PUT /admin/v1/accounts/{id}/providers/{provider} adds or replaces one

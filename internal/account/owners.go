@@ -51,7 +51,9 @@ func (s *Service) RecordProviderAccounts(ctx context.Context, log *slog.Logger) 
 // account that has none.
 func (s *Service) recordProviderAccount(ctx context.Context, log *slog.Logger, id string, sum *OwnersSummary) error {
 	row, err := s.store.AccountGetByID(ctx, id)
-	if err != nil || row.StripeAccountID != "" {
+	// An account without a Stripe secret (Mercado Pago alone) has no
+	// Stripe account to ask about.
+	if err != nil || row.StripeAccountID != "" || row.StripeSecretEnc == nil {
 		return err
 	}
 	sum.Examined++
