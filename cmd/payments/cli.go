@@ -62,7 +62,8 @@ settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
 	{name: "accounts list", summary: "list the accounts, one JSON object a line, without secrets",
 		details: `Prints id, name, created_at, has_webhook_secret and, after a rotation,
 api_key_rotated_at and previous_api_key_valid_until (while the old key is
-still accepted). Decrypts nothing and prints no key or secret.
+still accepted), and providers (stripe, mercadopago, in the order added).
+Decrypts nothing and prints no key or secret.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
 	{name: "accounts reencrypt", synopsis: "",
