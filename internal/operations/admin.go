@@ -37,22 +37,21 @@ func (s *Service) ProviderState(ctx context.Context, paymentID string) (Provider
 	if err != nil {
 		return ProviderState{}, err
 	}
+	b, err := s.providerFor(acct, p)
+	if err != nil {
+		return ProviderState{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.providerTimeout)
 	defer cancel()
 	var st ProviderState
-	if p.ProviderPaymentID != "" {
-		st.Intent, err = s.provider.RetrieveIntent(ctx, acct.Credentials, p.ProviderPaymentID)
-	} else {
-		st.Searched = true
-		st.Intent, err = s.provider.SearchIntentByPaymentID(ctx, acct.Credentials, p.ID)
-	}
+	st.Intent, st.Searched, err = b.intent(ctx, p)
 	if errors.Is(err, provider.ErrNotFound) {
 		return ProviderState{Searched: st.Searched}, nil
 	}
 	if err != nil {
 		return ProviderState{}, err
 	}
-	refunds, err := s.provider.ListRefunds(ctx, acct.Credentials, st.Intent.ID)
+	refunds, err := b.prov.ListRefunds(ctx, b.creds, st.Intent.ID)
 	if err != nil {
 		return ProviderState{}, err
 	}

@@ -200,6 +200,10 @@ func (st providerState) proved(k payment.DiscrepancyKind) bool {
 // recorded in failed and the rest is still reported.
 func (s *Service) fetch(ctx context.Context, acct payment.Account, p *payment.Payment) (providerState, error) {
 	st := providerState{failed: map[payment.DiscrepancyKind]error{}}
+	b, err := s.providerFor(acct, p)
+	if err != nil {
+		return st, err
+	}
 	call := func(f func(ctx context.Context) error) error {
 		if err := s.bucket.wait(ctx); err != nil {
 			return err
@@ -208,12 +212,8 @@ func (s *Service) fetch(ctx context.Context, acct payment.Account, p *payment.Pa
 		defer cancel()
 		return f(cctx)
 	}
-	err := call(func(ctx context.Context) (err error) {
-		if p.ProviderPaymentID != "" {
-			st.intent, err = s.provider.RetrieveIntent(ctx, acct.Credentials, p.ProviderPaymentID)
-		} else {
-			st.intent, err = s.provider.SearchIntentByPaymentID(ctx, acct.Credentials, p.ID)
-		}
+	err = call(func(ctx context.Context) (err error) {
+		st.intent, _, err = b.intent(ctx, p)
 		return err
 	})
 	if errors.Is(err, provider.ErrNotFound) {
@@ -224,7 +224,7 @@ func (s *Service) fetch(ctx context.Context, acct payment.Account, p *payment.Pa
 		return st, err
 	}
 	err = call(func(ctx context.Context) error {
-		rs, err := s.provider.ListRefunds(ctx, acct.Credentials, st.intent.ID)
+		rs, err := b.prov.ListRefunds(ctx, b.creds, st.intent.ID)
 		for _, r := range rs {
 			if r.State == provider.RefundSucceeded || r.State == provider.RefundPending {
 				st.refunded += r.Amount
@@ -239,7 +239,7 @@ func (s *Service) fetch(ctx context.Context, acct payment.Account, p *payment.Pa
 		st.failed[payment.KindAmountRefundedMismatch], st.refunded = err, 0
 	}
 	err = call(func(ctx context.Context) (err error) {
-		st.disputes, err = s.provider.ListDisputes(ctx, acct.Credentials, st.intent.ID)
+		st.disputes, err = b.prov.ListDisputes(ctx, b.creds, st.intent.ID)
 		return err
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ package operations
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -50,9 +51,12 @@ type Store interface {
 type Config struct {
 	Payments *payment.Service
 	Store    Store
-	Provider provider.Provider
-	Accounts payment.Accounts
-	Logger   *slog.Logger
+	// Provider is Stripe's adapter; Providers holds every adapter by
+	// provider name, Provider included when it is set.
+	Provider  provider.Provider
+	Providers map[string]provider.Provider
+	Accounts  payment.Accounts
+	Logger    *slog.Logger
 	// Now is the clock; nil reads the wall clock.
 	Now payment.Clock
 	// NewID makes ids such as dsc_…; nil is payment.NewID.
@@ -78,7 +82,7 @@ type Config struct {
 type Service struct {
 	payments        *payment.Service
 	store           Store
-	provider        provider.Provider
+	providers       map[string]provider.Provider
 	accounts        payment.Accounts
 	log             *slog.Logger
 	now             payment.Clock
@@ -99,10 +103,17 @@ const (
 
 // New checks its dependencies and applies defaults.
 func New(c Config) (*Service, error) {
-	if c.Payments == nil || c.Store == nil || c.Provider == nil || c.Accounts == nil || c.Reconcile == nil {
-		return nil, errors.New("operations: the payment service, a store, the provider, accounts and a reconcile are required")
+	providers := make(map[string]provider.Provider, len(c.Providers)+1)
+	for name, p := range c.Providers {
+		providers[name] = p
 	}
-	s := &Service{payments: c.Payments, store: c.Store, provider: c.Provider, accounts: c.Accounts, log: c.Logger,
+	if c.Provider != nil {
+		providers[payment.ProviderStripe] = c.Provider
+	}
+	if c.Payments == nil || c.Store == nil || providers[payment.ProviderStripe] == nil || c.Accounts == nil || c.Reconcile == nil {
+		return nil, errors.New("operations: the payment service, a store, Stripe's provider, accounts and a reconcile are required")
+	}
+	s := &Service{payments: c.Payments, store: c.Store, providers: providers, accounts: c.Accounts, log: c.Logger,
 		now: c.Now, newID: c.NewID, reconcile: c.Reconcile,
 		providerTimeout: orDefault(c.ProviderTimeout, 10*time.Second),
 		lease:           orDefault(c.Lease, 30*time.Second),
@@ -131,4 +142,44 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// at is a payment's provider with the account's credentials there.
+type at struct {
+	prov  provider.Provider
+	creds provider.Credentials
+}
+
+// providerFor returns the payment's provider ("" is Stripe) and the
+// account's credentials there; Stripe's fall back to acct.Credentials.
+func (s *Service) providerFor(acct payment.Account, p *payment.Payment) (at, error) {
+	name := payment.ProviderOf(p.Provider)
+	prov, ok := s.providers[name]
+	if !ok {
+		return at{}, fmt.Errorf("%w: %s", payment.ErrNoProvider, name)
+	}
+	c, ok := acct.CredentialsFor(name)
+	if !ok {
+		if name != payment.ProviderStripe {
+			return at{}, fmt.Errorf("%w: account %s has no credentials at %s", payment.ErrNoProvider, acct.ID, name)
+		}
+		c = acct.Credentials
+	}
+	return at{prov: prov, creds: c}, nil
+}
+
+// intent looks the payment up at its provider: by its provider id, else by
+// a search (of its latest authorization attempt where the provider
+// searches by attempt).
+func (b at) intent(ctx context.Context, p *payment.Payment) (in *provider.Intent, searched bool, err error) {
+	if p.ProviderPaymentID != "" {
+		in, err = b.prov.RetrieveIntent(ctx, b.creds, p.ProviderPaymentID)
+		return in, false, err
+	}
+	if as, ok := b.prov.(provider.AttemptSearcher); ok {
+		in, err = as.SearchIntentByAttempt(ctx, b.creds, p.ID, p.Attempt)
+		return in, true, err
+	}
+	in, err = b.prov.SearchIntentByPaymentID(ctx, b.creds, p.ID)
+	return in, true, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -40,13 +41,53 @@ func resendMargin(timeout time.Duration, retries int) time.Duration {
 // never sent again: past it only lookups may learn the outcome. ok is false
 // when the provider keeps no key (its profile's KeyRetention is zero): then
 // a key is sent once and never again.
-func (s *Service) resendUntil(prof provider.Profile, a *Attempt) (until time.Time, ok bool) {
-	return a.CreatedAt.Add(prof.KeyRetention - s.resendMargin), prof.KeyRetention > 0
+func (s *Service) resendUntil(prov provider.Provider, a *Attempt) (until time.Time, ok bool) {
+	prof := prov.Profile()
+	margin := resendMargin(s.providerTimeout, prov.Retries())
+	return a.CreatedAt.Add(prof.KeyRetention - margin), prof.KeyRetention > 0
 }
 
-// Profile is the provider's idempotency contract, by which its answers are
-// judged.
-func (s *Service) Profile() provider.Profile { return s.provider.Profile() }
+// Profile is Stripe's idempotency contract, by which its answers (its
+// webhooks included) are judged.
+func (s *Service) Profile() provider.Profile { return s.providers[ProviderStripe].Profile() }
+
+// ErrNoProvider: the service has no adapter for a payment's provider, or
+// the account no credentials there.
+var ErrNoProvider = errors.New("payment: provider not configured")
+
+// Bound is one provider with an account's credentials there.
+type Bound struct {
+	Name        string
+	Provider    provider.Provider
+	Credentials provider.Credentials
+}
+
+// ProviderFor returns the adapter of a provider ("" is Stripe) with the
+// account's credentials there. Stripe's falls back to acct.Credentials.
+func (s *Service) ProviderFor(acct Account, name string) (Bound, error) {
+	name = ProviderOf(name)
+	prov, ok := s.providers[name]
+	if !ok {
+		return Bound{}, fmt.Errorf("%w: %s", ErrNoProvider, name)
+	}
+	c, ok := acct.CredentialsFor(name)
+	if !ok {
+		if name != ProviderStripe {
+			return Bound{}, fmt.Errorf("%w: account %s has no credentials at %s", ErrNoProvider, acct.ID, name)
+		}
+		c = acct.Credentials
+	}
+	return Bound{Name: name, Provider: prov, Credentials: c}, nil
+}
+
+// attemptProvider is where an attempt goes: its own provider, else its
+// payment's.
+func attemptProvider(p *Payment, a *Attempt) string {
+	if a.Provider != "" {
+		return a.Provider
+	}
+	return p.Provider
+}
 
 // CallProvider learns the outcome of an attempt without ever starting a new one.
 // A first send sends the attempt's request. A recovery (recovered is set:
@@ -57,10 +98,18 @@ func (s *Service) Profile() provider.Profile { return s.provider.Profile() }
 // again, it only looks objects up. provider.Judge decides what each answer
 // proves.
 func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a *Attempt, recovered bool) Outcome {
+	b, err := s.ProviderFor(acct, attemptProvider(p, a))
+	if err != nil {
+		// Nothing was sent: the attempt stays unknown for the reconciler
+		// and the operator.
+		s.log.LogAttrs(ctx, slog.LevelError, "provider call", slog.String("payment_id", p.ID),
+			slog.String("attempt_id", a.ID), slog.Any("error", err))
+		return Outcome{Result: provider.Result{Answer: provider.AnswerIndeterminate, Outcome: provider.Unknown, Err: err}}
+	}
 	now := s.clock()
 	timeout := s.providerTimeout
-	prof := s.provider.Profile()
-	until, resendable := s.resendUntil(prof, a)
+	prof := b.Provider.Profile()
+	until, resendable := s.resendUntil(b.Provider, a)
 	inWindow := resendable && now.Before(until)
 	if recovered && inWindow {
 		timeout = min(timeout, until.Sub(now))
@@ -80,14 +129,14 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 	switch {
 	case recovered && a.Operation == OpAuthorize && a.ProviderObjectID != "":
 		verb = "retrieve"
-		in, err := s.provider.RetrieveIntent(cctx, acct.Credentials, a.ProviderObjectID)
+		in, err := b.Provider.RetrieveIntent(cctx, b.Credentials, a.ProviderObjectID)
 		out = intentOutcome(prof, in, err)
 	case !recovered || inWindow:
-		out = s.send(cctx, acct, a)
+		out = send(cctx, b, a)
 		out.Outcome = provider.Judge(prof, out.Answer, provider.Send{
 			Recovery: recovered || out.Resent, InWindow: true, Authorize: a.Operation == OpAuthorize})
 	default:
-		verb, out = s.lookup(cctx, prof, acct, p, a, now)
+		verb, out = lookup(cctx, b, p, a, now)
 	}
 	s.metrics.ProviderCall(a.Operation, out.Outcome, time.Since(start))
 	s.log.LogAttrs(ctx, slog.LevelInfo, "provider call",
@@ -101,7 +150,8 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 // provider's objects: the intent an authorization made (searched by the
 // payment's id), the intent a capture or cancel acted on, or the refund
 // carrying the service's refund id.
-func (s *Service) lookup(ctx context.Context, prof provider.Profile, acct Account, p *Payment, a *Attempt, now time.Time) (string, Outcome) {
+func lookup(ctx context.Context, b Bound, p *Payment, a *Attempt, now time.Time) (string, Outcome) {
+	prof := b.Provider.Profile()
 	notFound := func(err error) Outcome {
 		if !errors.Is(err, provider.ErrNotFound) {
 			return intentOutcome(prof, nil, err)
@@ -115,7 +165,15 @@ func (s *Service) lookup(ctx context.Context, prof provider.Profile, acct Accoun
 	}
 	switch a.Operation {
 	case OpAuthorize:
-		in, err := s.provider.SearchIntentByPaymentID(ctx, acct.Credentials, p.ID)
+		if as, ok := b.Provider.(provider.AttemptSearcher); ok {
+			// The search matches this attempt alone.
+			in, err := as.SearchIntentByAttempt(ctx, b.Credentials, p.ID, a.Number)
+			if err != nil {
+				return "search", notFound(err)
+			}
+			return "search", intentOutcome(prof, in, nil)
+		}
+		in, err := b.Provider.SearchIntentByPaymentID(ctx, b.Credentials, p.ID)
 		if err == nil && in.Metadata["attempt"] != strconv.Itoa(a.Number) {
 			// An earlier attempt of the same payment (before an ops replay)
 			// carries the same payment_id: its intent says nothing about
@@ -127,7 +185,7 @@ func (s *Service) lookup(ctx context.Context, prof provider.Profile, acct Accoun
 		}
 		return "search", intentOutcome(prof, in, nil)
 	case OpCapture, OpCancel:
-		in, err := s.provider.RetrieveIntent(ctx, acct.Credentials, p.ProviderPaymentID)
+		in, err := b.Provider.RetrieveIntent(ctx, b.Credentials, p.ProviderPaymentID)
 		if err != nil {
 			return "retrieve", intentOutcome(prof, nil, err)
 		}
@@ -137,7 +195,7 @@ func (s *Service) lookup(ctx context.Context, prof provider.Profile, acct Accoun
 		if err := json.Unmarshal(a.Request, &req); err != nil {
 			return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Unknown, Err: err}}
 		}
-		refunds, err := s.provider.ListRefunds(ctx, acct.Credentials, req.IntentID)
+		refunds, err := b.Provider.ListRefunds(ctx, b.Credentials, req.IntentID)
 		if err != nil {
 			return "list_refunds", intentOutcome(prof, nil, err)
 		}
@@ -147,6 +205,13 @@ func (s *Service) lookup(ctx context.Context, prof provider.Profile, acct Accoun
 					Answer: provider.AnswerObject}, Refund: &refunds[i]}
 			}
 		}
+		if !prof.RefundMetadata {
+			// Mercado Pago keeps no metadata on refunds: a list without
+			// the refund id proves nothing, so the attempt stays unknown
+			// for the reconciler and the operator, never failed.
+			return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerIndeterminate,
+				Err: errors.New("the provider keeps no refund metadata: the refund cannot be identified")}}
+		}
 		// The list is complete and strongly consistent: a refund sent
 		// before the key was forgotten would be in it.
 		return "list_refunds", notFound(provider.ErrNotFound)
@@ -154,7 +219,7 @@ func (s *Service) lookup(ctx context.Context, prof provider.Profile, acct Accoun
 }
 
 // send sends the attempt's stored request unchanged.
-func (s *Service) send(ctx context.Context, acct Account, a *Attempt) Outcome {
+func send(ctx context.Context, b Bound, a *Attempt) Outcome {
 	fail := func(err error) Outcome {
 		return Outcome{Result: provider.Result{Answer: provider.AnswerIndeterminate, Err: err}}
 	}
@@ -164,25 +229,25 @@ func (s *Service) send(ctx context.Context, acct Account, a *Attempt) Outcome {
 		if err := json.Unmarshal(a.Request, &r); err != nil {
 			return fail(err)
 		}
-		return Outcome{Result: s.provider.Authorize(ctx, acct.Credentials, r)}
+		return Outcome{Result: b.Provider.Authorize(ctx, b.Credentials, r)}
 	case OpCapture:
 		var r provider.CaptureRequest
 		if err := json.Unmarshal(a.Request, &r); err != nil {
 			return fail(err)
 		}
-		return Outcome{Result: s.provider.Capture(ctx, acct.Credentials, r)}
+		return Outcome{Result: b.Provider.Capture(ctx, b.Credentials, r)}
 	case OpCancel:
 		var r provider.CancelRequest
 		if err := json.Unmarshal(a.Request, &r); err != nil {
 			return fail(err)
 		}
-		return Outcome{Result: s.provider.Cancel(ctx, acct.Credentials, r)}
+		return Outcome{Result: b.Provider.Cancel(ctx, b.Credentials, r)}
 	default:
 		var r provider.RefundRequest
 		if err := json.Unmarshal(a.Request, &r); err != nil {
 			return fail(err)
 		}
-		rr := s.provider.Refund(ctx, acct.Credentials, r)
+		rr := b.Provider.Refund(ctx, b.Credentials, r)
 		return Outcome{Result: provider.Result{Answer: rr.Answer, Resent: rr.Resent, FailureCode: rr.FailureCode,
 			FailureMessage: rr.FailureMessage, Err: rr.Err}, Refund: rr.Refund}
 	}

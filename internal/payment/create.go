@@ -116,6 +116,7 @@ func (s *Service) newAttempt(p *Payment, id string, op Operation, n int, req []b
 	return &Attempt{
 		ID: id, AccountID: p.AccountID, PaymentID: p.ID, OrderID: p.OrderID,
 		Operation: op, Number: n, ProviderKey: ProviderKey(p.OrderID, op, n), Status: AttemptProcessing,
-		Request: req, LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now,
+		Provider: ProviderOf(p.Provider),
+		Request:  req, LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now,
 	}
 }

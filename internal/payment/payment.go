@@ -111,18 +111,21 @@ type NextAction = provider.NextAction
 
 // Payment is one intent to charge for one order.
 type Payment struct {
-	ID                string
-	AccountID         string
-	OrderID           string
-	Attempt           int
-	Amount            int64
-	Currency          string
-	CaptureMethod     string
-	PaymentMethod     string
-	CustomerID        string
-	Description       string
-	Metadata          map[string]string
-	Status            Status
+	ID            string
+	AccountID     string
+	OrderID       string
+	Attempt       int
+	Amount        int64
+	Currency      string
+	CaptureMethod string
+	PaymentMethod string
+	CustomerID    string
+	Description   string
+	Metadata      map[string]string
+	Status        Status
+	// Provider names the provider the payment runs at (ProviderStripe,
+	// ProviderMercadoPago); "" reads as Stripe.
+	Provider          string
 	ProviderPaymentID string
 	AmountCaptured    int64
 	AmountRefunded    int64
@@ -173,13 +176,15 @@ func (s AttemptStatus) Answered() bool { return s.Resolved() || s == AttemptWait
 
 // Attempt is one try at the provider for one operation of a payment.
 type Attempt struct {
-	ID               string
-	AccountID        string
-	PaymentID        string
-	OrderID          string
-	Operation        Operation
-	Number           int
-	ProviderKey      string
+	ID          string
+	AccountID   string
+	PaymentID   string
+	OrderID     string
+	Operation   Operation
+	Number      int
+	ProviderKey string
+	// Provider is where the attempt is sent; "" reads as Stripe.
+	Provider         string
 	Status           AttemptStatus
 	Request          json.RawMessage
 	ProviderObjectID string
@@ -313,7 +318,7 @@ func (p *Payment) View() JSONView {
 	}
 	return JSONView{
 		ID: p.ID, Object: "payment", OrderID: p.OrderID, Amount: p.Amount, Currency: p.Currency,
-		CaptureMethod: p.CaptureMethod, Status: p.Status, Attempt: p.Attempt, Provider: "stripe",
+		CaptureMethod: p.CaptureMethod, Status: p.Status, Attempt: p.Attempt, Provider: ProviderOf(p.Provider),
 		ProviderPaymentID: nullable(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, FailureCode: nullable(p.FailureCode),
 		FailureMessage: nullable(p.FailureMessage), Metadata: md,

@@ -38,6 +38,15 @@ const (
 	ProviderMercadoPago = "mercadopago"
 )
 
+// ProviderOf names a stored provider: "" (rows and values from before
+// payments could run elsewhere) is Stripe.
+func ProviderOf(name string) string {
+	if name == "" {
+		return ProviderStripe
+	}
+	return name
+}
+
 // CredentialsFor returns the account's credentials at a provider; false
 // when it has none there.
 func (a Account) CredentialsFor(name string) (provider.Credentials, bool) {
@@ -59,10 +68,14 @@ type Metrics interface {
 
 // Config wires a Service. Zero durations take the contract's defaults.
 type Config struct {
-	Store    Store
-	Provider provider.Provider
-	Logger   *slog.Logger
-	Metrics  Metrics
+	Store Store
+	// Provider is Stripe's adapter; Providers holds every adapter by
+	// provider name (ProviderStripe, ProviderMercadoPago), Provider
+	// included when it is set.
+	Provider  provider.Provider
+	Providers map[string]provider.Provider
+	Logger    *slog.Logger
+	Metrics   Metrics
 	// Now is the clock; tests move it to cross leases and retention windows.
 	Now func() time.Time
 	// NewID makes ids such as pay_…; tests may make them predictable.
@@ -83,14 +96,13 @@ type Config struct {
 // Service runs the money path.
 type Service struct {
 	store           Store
-	provider        provider.Provider
+	providers       map[string]provider.Provider
 	log             *slog.Logger
 	metrics         Metrics
 	now             Clock
 	newID           func(string) string
 	providerTimeout time.Duration
 	lease           time.Duration
-	resendMargin    time.Duration
 	settleTimeout   time.Duration
 	waitPoll        time.Duration
 	waitMaxBackoff  time.Duration
@@ -98,11 +110,18 @@ type Service struct {
 
 // NewService checks its dependencies and applies defaults.
 func NewService(c Config) (*Service, error) {
-	if c.Store == nil || c.Provider == nil {
-		return nil, errors.New("payment: store and provider are required")
+	providers := make(map[string]provider.Provider, len(c.Providers)+1)
+	for name, p := range c.Providers {
+		providers[name] = p
+	}
+	if c.Provider != nil {
+		providers[ProviderStripe] = c.Provider
+	}
+	if c.Store == nil || providers[ProviderStripe] == nil {
+		return nil, errors.New("payment: store and Stripe's provider are required")
 	}
 	s := &Service{
-		store: c.Store, provider: c.Provider, log: c.Logger, metrics: c.Metrics,
+		store: c.Store, providers: providers, log: c.Logger, metrics: c.Metrics,
 		newID:           c.NewID,
 		providerTimeout: orDefault(c.ProviderTimeout, 10*time.Second),
 		lease:           orDefault(c.Lease, 30*time.Second),
@@ -110,7 +129,6 @@ func NewService(c Config) (*Service, error) {
 		waitPoll:        orDefault(c.WaitPoll, defaultWaitPoll),
 		waitMaxBackoff:  orDefault(c.WaitMaxBackoff, defaultWaitMaxBackoff),
 	}
-	s.resendMargin = resendMargin(s.providerTimeout, c.Provider.Retries())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

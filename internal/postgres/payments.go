@@ -174,7 +174,7 @@ func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error
 		ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Attempt: int32(p.Attempt),
 		Amount: p.Amount, Currency: p.Currency, CaptureMethod: p.CaptureMethod,
 		PaymentMethod: p.PaymentMethod, CustomerID: p.CustomerID, Description: p.Description,
-		Metadata: md, MethodOptions: opts, Status: string(p.Status), Now: p.CreatedAt,
+		Metadata: md, MethodOptions: opts, Status: string(p.Status), Provider: payment.ProviderOf(p.Provider), Now: p.CreatedAt,
 	})
 	return translate(err)
 }
@@ -254,7 +254,7 @@ func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error
 	err := t.q.AttemptInsert(ctx, dbsqlc.AttemptInsertParams{
 		ID: a.ID, AccountID: a.AccountID, PaymentID: a.PaymentID, OrderID: a.OrderID,
 		Operation: string(a.Operation), Number: int32(a.Number), ProviderKey: a.ProviderKey,
-		Request: a.Request, LeaseExpiresAt: a.LeaseExpiresAt, Now: a.CreatedAt,
+		Request: a.Request, LeaseExpiresAt: a.LeaseExpiresAt, Provider: payment.ProviderOf(a.Provider), Now: a.CreatedAt,
 	})
 	return translate(err)
 }
@@ -380,7 +380,7 @@ func paymentFromRow(r dbsqlc.Payment) (*payment.Payment, error) {
 	}
 	return &payment.Payment{
 		Disputes: disputes, Version: r.Version,
-		ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt),
+		ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Attempt: int(r.Attempt), Provider: r.Provider,
 		Amount: r.Amount, Currency: r.Currency, CaptureMethod: r.CaptureMethod,
 		PaymentMethod: r.PaymentMethod, CustomerID: r.CustomerID, Description: r.Description,
 		Metadata: md, Status: payment.Status(r.Status), ProviderPaymentID: deref(r.ProviderPaymentID),
@@ -411,7 +411,7 @@ func attemptFromRow(r dbsqlc.Attempt) *payment.Attempt {
 		ProviderObjectID: deref(r.ProviderObjectID), LeaseExpiresAt: r.LeaseExpiresAt,
 		FailureCode: deref(r.FailureCode), FailureMessage: deref(r.FailureMessage),
 		ReconcileTries: int(r.ReconcileTries), NextReconcileAt: r.NextReconcileAt,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Provider: r.Provider, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
 

@@ -45,6 +45,10 @@ type Profile struct {
 	// (PROVIDER_SEARCH_GRACE, MERCADOPAGO_SEARCH_GRACE): a lookup that finds
 	// nothing proves no effect only after it.
 	SearchLag time.Duration
+	// RefundMetadata: the provider keeps a refund's metadata, so a lookup
+	// that finds no refund carrying the service's refund id proves none
+	// was made. Mercado Pago keeps none.
+	RefundMetadata bool
 }
 
 // Defaults of the providers' profiles.
@@ -79,6 +83,7 @@ func StripeProfile(retention, searchLag time.Duration) Profile {
 		},
 		CredentialsFirst: true,
 		SearchLag:        searchLag,
+		RefundMetadata:   true,
 	}
 }
 

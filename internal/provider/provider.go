@@ -293,6 +293,13 @@ type Provider interface {
 	Profile() Profile
 }
 
+// AttemptSearcher is a provider whose search finds the payment one attempt
+// made (Mercado Pago's external_reference is "{payment_id}:{attempt}"),
+// not any payment carrying the service's payment id.
+type AttemptSearcher interface {
+	SearchIntentByAttempt(ctx context.Context, c Credentials, paymentID string, attempt int) (*Intent, error)
+}
+
 // EventKind is what a provider event is about, in the service's terms.
 type EventKind string
 

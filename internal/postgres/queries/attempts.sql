@@ -5,9 +5,9 @@ WHERE account_id = @account_id AND order_id = @order_id AND operation = @operati
 
 -- name: AttemptInsert :exec
 INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
-                      request, lease_expires_at, created_at, updated_at)
+                      request, lease_expires_at, provider, created_at, updated_at)
 VALUES (@id, @account_id, @payment_id, @order_id, @operation, @number, @provider_key, 'processing',
-        @request, @lease_expires_at, @now, @now);
+        @request, @lease_expires_at, @provider, @now, @now);
 
 -- name: AttemptGetByID :one
 SELECT * FROM attempts WHERE id = @id;

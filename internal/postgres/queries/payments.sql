@@ -1,8 +1,8 @@
 -- name: PaymentInsert :exec
 INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
-                      customer_id, description, metadata, method_options, status, created_at, updated_at)
+                      customer_id, description, metadata, method_options, status, provider, created_at, updated_at)
 VALUES (@id, @account_id, @order_id, @attempt, @amount, @currency, @capture_method, @payment_method,
-        @customer_id, @description, @metadata, @method_options, @status, @now, @now);
+        @customer_id, @description, @metadata, @method_options, @status, @provider, @now, @now);
 
 -- name: PaymentGetByID :one
 SELECT * FROM payments WHERE account_id = @account_id AND id = @id;

@@ -44,7 +44,7 @@ WHERE id = (
       AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $3)
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at, provider
 `
 
 type AttemptClaimByIDParams struct {
@@ -74,6 +74,7 @@ func (q *Queries) AttemptClaimByID(ctx context.Context, arg AttemptClaimByIDPara
 		&i.FailureMessage,
 		&i.ReconcileTries,
 		&i.NextReconcileAt,
+		&i.Provider,
 	)
 	return i, err
 }
@@ -110,7 +111,7 @@ func (q *Queries) AttemptCountUnresolvedByPaymentOps(ctx context.Context, arg At
 }
 
 const attemptGetByID = `-- name: AttemptGetByID :one
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts WHERE id = $1
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at, provider FROM attempts WHERE id = $1
 `
 
 func (q *Queries) AttemptGetByID(ctx context.Context, id string) (Attempt, error) {
@@ -134,15 +135,16 @@ func (q *Queries) AttemptGetByID(ctx context.Context, id string) (Attempt, error
 		&i.FailureMessage,
 		&i.ReconcileTries,
 		&i.NextReconcileAt,
+		&i.Provider,
 	)
 	return i, err
 }
 
 const attemptInsert = `-- name: AttemptInsert :exec
 INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
-                      request, lease_expires_at, created_at, updated_at)
+                      request, lease_expires_at, provider, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'processing',
-        $8, $9, $10, $10)
+        $8, $9, $10, $11, $11)
 `
 
 type AttemptInsertParams struct {
@@ -155,6 +157,7 @@ type AttemptInsertParams struct {
 	ProviderKey    string
 	Request        []byte
 	LeaseExpiresAt *time.Time
+	Provider       string
 	Now            time.Time
 }
 
@@ -169,13 +172,14 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) er
 		arg.ProviderKey,
 		arg.Request,
 		arg.LeaseExpiresAt,
+		arg.Provider,
 		arg.Now,
 	)
 	return err
 }
 
 const attemptLatestByPayment = `-- name: AttemptLatestByPayment :one
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at, provider FROM attempts
 WHERE payment_id = $1 AND operation = $2
 ORDER BY number DESC
 LIMIT 1
@@ -207,12 +211,13 @@ func (q *Queries) AttemptLatestByPayment(ctx context.Context, arg AttemptLatestB
 		&i.FailureMessage,
 		&i.ReconcileTries,
 		&i.NextReconcileAt,
+		&i.Provider,
 	)
 	return i, err
 }
 
 const attemptListByPayment = `-- name: AttemptListByPayment :many
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts WHERE payment_id = $1 ORDER BY created_at, number
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at, provider FROM attempts WHERE payment_id = $1 ORDER BY created_at, number
 `
 
 func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([]Attempt, error) {
@@ -242,6 +247,7 @@ func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([
 			&i.FailureMessage,
 			&i.ReconcileTries,
 			&i.NextReconcileAt,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}
@@ -254,7 +260,7 @@ func (q *Queries) AttemptListByPayment(ctx context.Context, paymentID string) ([
 }
 
 const attemptListUnresolvedByPayment = `-- name: AttemptListUnresolvedByPayment :many
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at, provider FROM attempts
 WHERE payment_id = $1 AND status IN ('processing', 'unknown', 'waiting')
 ORDER BY created_at
 `
@@ -286,6 +292,7 @@ func (q *Queries) AttemptListUnresolvedByPayment(ctx context.Context, paymentID 
 			&i.FailureMessage,
 			&i.ReconcileTries,
 			&i.NextReconcileAt,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}
@@ -298,7 +305,7 @@ func (q *Queries) AttemptListUnresolvedByPayment(ctx context.Context, paymentID 
 }
 
 const attemptLockNextDue = `-- name: AttemptLockNextDue :one
-SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at FROM attempts a
+SELECT id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at, provider FROM attempts a
 WHERE a.status IN ('processing', 'unknown', 'waiting')
   AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $1)
   AND ((a.next_reconcile_at IS NULL AND a.updated_at < $2)
@@ -342,6 +349,7 @@ func (q *Queries) AttemptLockNextDue(ctx context.Context, arg AttemptLockNextDue
 		&i.FailureMessage,
 		&i.ReconcileTries,
 		&i.NextReconcileAt,
+		&i.Provider,
 	)
 	return i, err
 }
@@ -370,7 +378,7 @@ UPDATE attempts
 SET lease_expires_at = $1, reconcile_tries = reconcile_tries + 1,
     next_reconcile_at = $2
 WHERE id = $3
-RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at
+RETURNING id, account_id, payment_id, order_id, operation, number, provider_key, status, request, provider_object_id, lease_expires_at, created_at, updated_at, failure_code, failure_message, reconcile_tries, next_reconcile_at, provider
 `
 
 type AttemptScheduleClaimParams struct {
@@ -400,6 +408,7 @@ func (q *Queries) AttemptScheduleClaim(ctx context.Context, arg AttemptScheduleC
 		&i.FailureMessage,
 		&i.ReconcileTries,
 		&i.NextReconcileAt,
+		&i.Provider,
 	)
 	return i, err
 }

@@ -98,6 +98,7 @@ type Attempt struct {
 	FailureMessage   *string
 	ReconcileTries   int32
 	NextReconcileAt  *time.Time
+	Provider         string
 }
 
 type AuditLog struct {

@@ -270,9 +270,9 @@ func (q *Queries) PaymentGetLiveByOrder(ctx context.Context, arg PaymentGetLiveB
 
 const paymentInsert = `-- name: PaymentInsert :exec
 INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
-                      customer_id, description, metadata, method_options, status, created_at, updated_at)
+                      customer_id, description, metadata, method_options, status, provider, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11, $12, $13, $14, $14)
+        $9, $10, $11, $12, $13, $14, $15, $15)
 `
 
 type PaymentInsertParams struct {
@@ -289,6 +289,7 @@ type PaymentInsertParams struct {
 	Metadata      []byte
 	MethodOptions []byte
 	Status        string
+	Provider      string
 	Now           time.Time
 }
 
@@ -307,6 +308,7 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) er
 		arg.Metadata,
 		arg.MethodOptions,
 		arg.Status,
+		arg.Provider,
 		arg.Now,
 	)
 	return err
