@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +57,9 @@ type config struct {
 	// Pago's idempotency profile (CONTRACT §15).
 	MercadoPagoKeyRetention time.Duration
 	MercadoPagoSearchGrace  time.Duration
-	PurgeInterval           time.Duration
+	// MercadoPagoAPIBase is MERCADOPAGO_API_BASE ("" is Mercado Pago's own).
+	MercadoPagoAPIBase string
+	PurgeInterval      time.Duration
 	// AuditInterval and AuditWindow: how often serve compares final
 	// payments changed within the window with the provider; AuditRate caps
 	// the audit's provider calls per second.
@@ -218,6 +221,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 // grace may not, or a search that lags would prove no effect.
 func (c *config) loadMercadoPago(getenv func(string) string) error {
 	c.MercadoPagoKeyRetention, c.MercadoPagoSearchGrace = provider.MercadoPagoKeyRetention, provider.DefaultSearchLag
+	if v := getenv("MERCADOPAGO_API_BASE"); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("MERCADOPAGO_API_BASE must be an http(s) URL such as https://api.mercadopago.com, not %q", v)
+		}
+		c.MercadoPagoAPIBase = v
+	}
 	if v := getenv("MERCADOPAGO_KEY_RETENTION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {

@@ -93,7 +93,7 @@ func (c config) appConfig(log *slog.Logger) app.Config {
 		EncryptionKey: c.EncryptionKey, EncryptionKeyPrevious: c.EncryptionKeyPrevious,
 		ProviderTimeout: c.ProviderTimeout, InProgressLease: c.InProgressLease,
 		ProviderKeyRetention: c.ProviderKeyRetention, ProviderSearchGrace: c.ProviderSearchGrace,
-		MercadoPagoKeyRetention: c.MercadoPagoKeyRetention, MercadoPagoSearchGrace: c.MercadoPagoSearchGrace,
+		MercadoPagoKeyRetention: c.MercadoPagoKeyRetention, MercadoPagoAPIBase: c.MercadoPagoAPIBase, MercadoPagoSearchGrace: c.MercadoPagoSearchGrace,
 		ReconcileInterval: c.ReconcileInterval, ReconcileAfter: c.ReconcileAfter,
 		ReconcileMaxBackoff: c.ReconcileMaxBackoff, ReconcileAlertAfter: c.ReconcileAlertAfter,
 		ResponseTTL: c.ResponseTTL, TombstoneTTL: c.TombstoneTTL, PurgeInterval: c.PurgeInterval,

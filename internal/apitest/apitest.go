@@ -196,7 +196,7 @@ func (e *Env) StartInstance() (string, *payment.Service, *metrics.Metrics) {
 func (e *Env) instanceConfig() app.Config {
 	c := app.Config{
 		DatabaseURL: e.DBURL, SkipMigrations: true,
-		StripeAPIBase: e.SimURL, EncryptionKey: EncryptionKey, AdminToken: AdminToken,
+		StripeAPIBase: e.SimURL, MercadoPagoAPIBase: e.SimURL, EncryptionKey: EncryptionKey, AdminToken: AdminToken,
 		WebhookAllowPrivate: e.Opts.WebhookAllowPrivate,
 		ProviderTimeout:     e.Opts.ProviderTimeout, InProgressLease: e.Opts.Lease,
 		ProviderKeyRetention: e.Opts.KeyRetention, ProviderSearchGrace: e.Opts.SearchGrace,

@@ -24,6 +24,7 @@ import (
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/provider/mercadopago"
 	"github.com/acmepay/payments/internal/provider/stripe"
 	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/acmepay/payments/internal/retention"
@@ -60,10 +61,13 @@ type Config struct {
 	// recovery); a zero grace takes provider.DefaultSearchLag.
 	MercadoPagoKeyRetention time.Duration
 	MercadoPagoSearchGrace  time.Duration
-	ReconcileInterval       time.Duration
-	ReconcileAfter          time.Duration
-	ReconcileMaxBackoff     time.Duration
-	ReconcileAlertAfter     time.Duration
+	// MercadoPagoAPIBase is MERCADOPAGO_API_BASE; "" is Mercado Pago's
+	// own API.
+	MercadoPagoAPIBase  string
+	ReconcileInterval   time.Duration
+	ReconcileAfter      time.Duration
+	ReconcileMaxBackoff time.Duration
+	ReconcileAlertAfter time.Duration
 	// ResponseTTL, TombstoneTTL and PurgeInterval: the retention windows
 	// of idempotency keys; zero takes the Default* below.
 	ResponseTTL   time.Duration
@@ -194,8 +198,14 @@ func (a *App) build(ctx context.Context) (err error) {
 	}, store.ServerFeedLag)
 	a.Metrics.Registry.MustRegister(a.DB.Collector())
 	prov := newProvider(cfg)
+	mp, err := mercadopago.New(mercadopago.Config{APIBase: cfg.MercadoPagoAPIBase, Logger: cfg.Logger,
+		KeyRetention: cfg.MercadoPagoKeyRetention, SearchLag: cfg.MercadoPagoSearchGrace})
+	if err != nil {
+		return err
+	}
+	provs := map[string]provider.Provider{payment.ProviderStripe: prov, payment.ProviderMercadoPago: mp}
 	pstore := wrapStore(cfg, store)
-	if a.Payments, err = newPayments(cfg, prov, pstore, a.Metrics); err != nil {
+	if a.Payments, err = newPayments(cfg, provs, pstore, a.Metrics); err != nil {
 		return err
 	}
 	if a.Inbound, err = inbound.New(inbound.Config{Payments: a.Payments, Store: pstore, Parse: stripe.ParseEvent,
@@ -210,7 +220,7 @@ func (a *App) build(ctx context.Context) (err error) {
 		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
 		return err
 	}
-	if a.Operations, err = newOperations(cfg, a.Payments, prov, store, a.Accounts, a.Reconciler); err != nil {
+	if a.Operations, err = newOperations(cfg, a.Payments, provs, store, a.Accounts, a.Reconciler); err != nil {
 		return err
 	}
 	a.Metrics.CountOpenDiscrepancies(a.Operations.CountOpenDiscrepancies)
@@ -253,18 +263,18 @@ func newProvider(cfg Config) provider.Provider {
 	return prov
 }
 
-// newPayments builds the money path on the provider and store.
-func newPayments(cfg Config, prov provider.Provider, pstore payment.Store, m *metrics.Metrics) (*payment.Service, error) {
+// newPayments builds the money path on the providers and store.
+func newPayments(cfg Config, provs map[string]provider.Provider, pstore payment.Store, m *metrics.Metrics) (*payment.Service, error) {
 	return payment.NewService(payment.Config{
-		Store: pstore, Provider: prov, Logger: cfg.Logger, Metrics: m, Now: cfg.Now, NewID: cfg.NewID,
+		Store: pstore, Providers: provs, Logger: cfg.Logger, Metrics: m, Now: cfg.Now, NewID: cfg.NewID,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
 	})
 }
 
 // newOperations builds the operators' service beside the money path.
-func newOperations(cfg Config, payments *payment.Service, prov provider.Provider, store *postgres.PaymentStore, accounts payment.Accounts,
+func newOperations(cfg Config, payments *payment.Service, provs map[string]provider.Provider, store *postgres.PaymentStore, accounts payment.Accounts,
 	rec *reconcile.Reconciler) (*operations.Service, error) {
-	return operations.New(operations.Config{Payments: payments, Store: store, Provider: prov, Accounts: accounts,
+	return operations.New(operations.Config{Payments: payments, Store: store, Providers: provs, Accounts: accounts,
 		Logger: cfg.Logger, Now: payment.NewClock(cfg.Now), NewID: cfg.NewID, Reconcile: rec.All,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease, AlertAfter: cfg.ReconcileAlertAfter,
 		AuditWindow: cfg.AuditWindow, AuditRate: cfg.AuditRate})
