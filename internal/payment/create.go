@@ -16,11 +16,15 @@ import (
 // replays a stored answer.
 func (s *Service) Create(ctx context.Context, acct Account, key string, req CreateRequest) (idempotency.Answer, error) {
 	op := idempotency.OpPaymentsCreate
+	name, err := s.createProvider(acct, req)
+	if err != nil {
+		return idempotency.Answer{}, err
+	}
 	k, err := NewKey(acct.ID, op, key, s.newID("pay"), req)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	ans, err := s.Execute(ctx, acct, k, &creating{answerPayment{s}, acct, req})
+	ans, err := s.Execute(ctx, acct, k, &creating{answerPayment{s}, acct, req, name})
 	if errors.Is(err, ErrLiveOrderConflict) {
 		s.metrics.Idempotency(op, "conflict")
 		return idempotency.Answer{}, s.LiveOrderError(ctx, acct.ID, req.OrderID)
@@ -34,8 +38,9 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 // creating is a create on the money path.
 type creating struct {
 	answerPayment
-	acct Account
-	req  CreateRequest
+	acct     Account
+	req      CreateRequest
+	provider string
 }
 
 // numbered: a create takes the order's next authorization attempt.
@@ -50,7 +55,7 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 		PaymentMethod: req.PaymentMethod, CustomerID: req.CustomerID,
 		Description: req.Description, Metadata: req.Metadata,
 		Options: MethodOptions{ReturnURL: req.ReturnURL, ExpiresIn: req.ExpiresIn, BillingDetails: req.BillingDetails},
-		Status:  StatusProcessing, CreatedAt: at.Now, UpdatedAt: at.Now,
+		Status:  StatusProcessing, Provider: c.provider, CreatedAt: at.Now, UpdatedAt: at.Now,
 	}
 	// The partial unique index on live payments refuses a second live
 	// payment for the order, even from another key.
@@ -68,6 +73,29 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 		return Started{}, err
 	}
 	return Send(p, a), s.Write(ctx, tx, Change{Payment: p, Audit: AuditEntry{Actor: "api", Action: "payment.created", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey}}})
+}
+
+// createProvider picks the provider a create runs at, until routing
+// (CONTRACT §15): a card token (any payment_method but pix and boleto) is
+// Stripe's; anything else goes to the account's first provider, Stripe when
+// it names none. A provider that lacks what it needs is an invalid
+// request, before anything is reserved.
+func (s *Service) createProvider(acct Account, req CreateRequest) (string, error) {
+	name := ProviderStripe
+	if (req.PaymentMethod == MethodPix || req.PaymentMethod == MethodBoleto) && len(acct.Providers) > 0 {
+		name = acct.Providers[0]
+	}
+	if name == ProviderStripe {
+		return name, nil
+	}
+	if _, err := s.ProviderFor(acct, name); err != nil {
+		return "", Errorf(CodeInvalidRequest, "the account cannot take payments at %s: no credentials there", name)
+	}
+	if name == ProviderMercadoPago && (req.BillingDetails == nil || req.BillingDetails.Email == "") {
+		return "", &Error{Code: CodeInvalidRequest, Message: "the request has invalid fields",
+			Fields: []FieldError{{Field: "billing_details.email", Message: "is required for Mercado Pago"}}}
+	}
+	return name, nil
 }
 
 // LiveOrderError names the payment that keeps an order from a second one.
