@@ -1,0 +1,142 @@
+package payment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acmepay/payments/internal/provider"
+)
+
+// byAttempt is a provider that searches by attempt and lists refunds
+// without metadata, as Mercado Pago does; it records what it was asked.
+type byAttempt struct {
+	profiled
+	refunds   []provider.Refund
+	creds     []string
+	attempts  []int
+	listCalls int
+}
+
+func (p *byAttempt) SearchIntentByAttempt(_ context.Context, c provider.Credentials, _ string, n int) (*provider.Intent, error) {
+	p.creds, p.attempts = append(p.creds, c.SecretKey), append(p.attempts, n)
+	if p.found == nil {
+		return nil, provider.ErrNotFound
+	}
+	return p.found, nil
+}
+
+func (p *byAttempt) ListRefunds(_ context.Context, c provider.Credentials, _ string) ([]provider.Refund, error) {
+	p.creds = append(p.creds, c.SecretKey)
+	p.listCalls++
+	return p.refunds, nil
+}
+
+func mpService(t *testing.T, stripe, mp provider.Provider, now time.Time) *Service {
+	t.Helper()
+	s, err := NewService(Config{Store: struct{ Store }{}, Provider: stripe,
+		Providers: map[string]provider.Provider{ProviderMercadoPago: mp}, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var mpAccount = Account{ID: "acct_1", Credentials: provider.Credentials{SecretKey: "sk_test_1"},
+	Providers:           []string{ProviderMercadoPago, ProviderStripe},
+	ProviderCredentials: map[string]provider.Credentials{ProviderMercadoPago: {SecretKey: "TEST-1"}}}
+
+// A lost Mercado Pago authorization is looked up by its attempt, with the
+// account's Mercado Pago credentials, and never re-sent.
+func TestCallProviderMercadoPagoSearchesByAttempt(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	stripe := &profiled{profile: provider.StripeProfile(provider.StripeKeyRetention, time.Minute)}
+	mp := &byAttempt{profiled: profiled{profile: provider.MercadoPagoProfile(0, 5*time.Minute),
+		found: &provider.Intent{ID: "123", State: provider.IntentCaptured}}}
+	s := mpService(t, stripe, mp, created.Add(time.Second))
+	req, _ := json.Marshal(provider.AuthorizeRequest{IdempotencyKey: "pedido-842:autorizar-v2"})
+	a := &Attempt{ID: "att_1", Operation: OpAuthorize, Number: 2, Request: req, Provider: ProviderMercadoPago, CreatedAt: created}
+	out := s.CallProvider(context.Background(), mpAccount, &Payment{ID: "pay_1", Provider: ProviderMercadoPago}, a, true)
+	if out.Outcome != provider.Succeeded || out.Intent == nil || out.Intent.ID != "123" {
+		t.Fatalf("outcome %s intent %+v, want succeeded with 123", out.Outcome, out.Intent)
+	}
+	if mp.sends != 0 || stripe.sends != 0 || stripe.searches != 0 || len(mp.attempts) != 1 || mp.attempts[0] != 2 || mp.creds[0] != "TEST-1" {
+		t.Fatalf("mp sends %d, attempts %v, creds %v; stripe sends %d searches %d", mp.sends, mp.attempts, mp.creds, stripe.sends, stripe.searches)
+	}
+}
+
+// Mercado Pago keeps no metadata on refunds: a refund list without the
+// service's refund id proves nothing there, so the attempt stays unknown;
+// at Stripe, past the key's window, the same list proves no refund.
+func TestCallProviderRefundNotFoundByProvider(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	req, _ := json.Marshal(provider.RefundRequest{IdempotencyKey: "pedido-842:reembolsar-v1", IntentID: "123", Amount: 500,
+		Metadata: map[string]string{"refund_id": "ref_1"}})
+	for _, tc := range []struct {
+		name string
+		at   string
+		want provider.Outcome
+	}{
+		{"mercadopago", ProviderMercadoPago, provider.Unknown},
+		{"stripe", ProviderStripe, provider.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			refunds := []provider.Refund{{ID: "9", State: provider.RefundSucceeded, Amount: 500, Metadata: map[string]string{}}}
+			stripe := &byAttempt{profiled: profiled{profile: provider.StripeProfile(provider.StripeKeyRetention, time.Minute)}, refunds: refunds}
+			mp := &byAttempt{profiled: profiled{profile: provider.MercadoPagoProfile(0, 5*time.Minute)}, refunds: refunds}
+			s := mpService(t, stripe, mp, created.Add(48*time.Hour))
+			a := &Attempt{ID: "att_r", Operation: OpRefund, Number: 1, Request: req, Provider: tc.at, CreatedAt: created}
+			out := s.CallProvider(context.Background(), mpAccount, &Payment{ID: "pay_1", Provider: tc.at, ProviderPaymentID: "123"}, a, true)
+			if out.Outcome != tc.want {
+				t.Fatalf("outcome %s (%v), want %s", out.Outcome, out.Err, tc.want)
+			}
+			if stripe.listCalls+mp.listCalls != 1 || (tc.at == ProviderMercadoPago) != (mp.listCalls == 1) {
+				t.Fatalf("refund lists: stripe %d, mercadopago %d", stripe.listCalls, mp.listCalls)
+			}
+		})
+	}
+}
+
+// A create runs at the account's first provider, a card token at Stripe;
+// Mercado Pago without the payer's email is an invalid request.
+func TestCreateProvider(t *testing.T) {
+	t.Parallel()
+	s := mpService(t, &profiled{profile: provider.StripeProfile(provider.StripeKeyRetention, time.Minute)},
+		&byAttempt{profiled: profiled{profile: provider.MercadoPagoProfile(0, time.Minute)}}, time.Now())
+	email := &BillingDetails{Email: "a@example.com"}
+	for _, tc := range []struct {
+		name    string
+		acct    Account
+		req     CreateRequest
+		want    string
+		wantErr string
+	}{
+		{"stripe alone", Account{ID: "a"}, CreateRequest{PaymentMethod: MethodPix}, ProviderStripe, ""},
+		{"pix at the first provider", mpAccount, CreateRequest{PaymentMethod: MethodPix, BillingDetails: email}, ProviderMercadoPago, ""},
+		{"boleto at the first provider", mpAccount, CreateRequest{PaymentMethod: MethodBoleto, BillingDetails: email}, ProviderMercadoPago, ""},
+		{"a card token is stripe's", mpAccount, CreateRequest{PaymentMethod: "pm_card_visa"}, ProviderStripe, ""},
+		{"no email", mpAccount, CreateRequest{PaymentMethod: MethodPix}, "", "billing_details.email"},
+		{"no credentials", Account{ID: "a", Providers: []string{ProviderMercadoPago}}, CreateRequest{PaymentMethod: MethodPix, BillingDetails: email}, "", "no credentials"},
+	} {
+		got, err := s.createProvider(tc.acct, tc.req)
+		if tc.wantErr != "" {
+			e, ok := err.(*Error)
+			if !ok || e.Code != CodeInvalidRequest {
+				t.Fatalf("%s: err %v, want invalid_request", tc.name, err)
+			}
+			if text := fmt.Sprintf("%s %+v", e.Message, e.Fields); !strings.Contains(text, tc.wantErr) {
+				t.Fatalf("%s: err %s does not name %s", tc.name, text, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Fatalf("%s: provider %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
