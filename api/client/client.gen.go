@@ -71,6 +71,24 @@ func (e AttemptOperation) Valid() bool {
 	}
 }
 
+// Defines values for AttemptProvider.
+const (
+	AttemptProviderMercadopago AttemptProvider = "mercadopago"
+	AttemptProviderStripe      AttemptProvider = "stripe"
+)
+
+// Valid indicates whether the value is a known member of the AttemptProvider enum.
+func (e AttemptProvider) Valid() bool {
+	switch e {
+	case AttemptProviderMercadopago:
+		return true
+	case AttemptProviderStripe:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AttemptStatus.
 const (
 	AttemptStatusDeclined   AttemptStatus = "declined"
@@ -376,12 +394,15 @@ func (e PaymentObject) Valid() bool {
 
 // Defines values for PaymentProvider.
 const (
-	PaymentProviderStripe PaymentProvider = "stripe"
+	PaymentProviderMercadopago PaymentProvider = "mercadopago"
+	PaymentProviderStripe      PaymentProvider = "stripe"
 )
 
 // Valid indicates whether the value is a known member of the PaymentProvider enum.
 func (e PaymentProvider) Valid() bool {
 	switch e {
+	case PaymentProviderMercadopago:
+		return true
 	case PaymentProviderStripe:
 		return true
 	default:
@@ -589,12 +610,15 @@ func (e StuckPaymentObject) Valid() bool {
 
 // Defines values for StuckPaymentProvider.
 const (
-	StuckPaymentProviderStripe StuckPaymentProvider = "stripe"
+	StuckPaymentProviderMercadopago StuckPaymentProvider = "mercadopago"
+	StuckPaymentProviderStripe      StuckPaymentProvider = "stripe"
 )
 
 // Valid indicates whether the value is a known member of the StuckPaymentProvider enum.
 func (e StuckPaymentProvider) Valid() bool {
 	switch e {
+	case StuckPaymentProviderMercadopago:
+		return true
 	case StuckPaymentProviderStripe:
 		return true
 	default:
@@ -927,6 +951,9 @@ type Attempt struct {
 	Number    int              `json:"number"`
 	Operation AttemptOperation `json:"operation"`
 
+	// Provider The provider the attempt was sent to.
+	Provider *AttemptProvider `json:"provider,omitempty"`
+
 	// ProviderKey The derived provider idempotency key, `{order_id}:{operation}-v{number}`.
 	//
 	// Example: pedido-842:autorizar-v1
@@ -942,6 +969,9 @@ type Attempt struct {
 
 // AttemptOperation defines model for Attempt.Operation.
 type AttemptOperation string
+
+// AttemptProvider The provider the attempt was sent to.
+type AttemptProvider string
 
 // AttemptStatus `waiting`: the provider accepted the authorization and it waits for the customer (polled by retrieve).
 type AttemptStatus string
@@ -1328,10 +1358,12 @@ type Payment struct {
 	Object     PaymentObject `json:"object"`
 
 	// OrderId Example: pedido-842
-	OrderId  OrderId         `json:"order_id"`
+	OrderId OrderId `json:"order_id"`
+
+	// Provider The provider the payment runs at.
 	Provider PaymentProvider `json:"provider"`
 
-	// ProviderPaymentId The provider's object id (`pi_…`) once known.
+	// ProviderPaymentId The provider's object id (`pi_…` at Stripe, a number at Mercado Pago) once known.
 	ProviderPaymentId *string `json:"provider_payment_id"`
 
 	// Status `processing` (the call is in flight), `unknown` (outcome not known;
@@ -1354,7 +1386,7 @@ type Payment struct {
 // PaymentObject defines model for Payment.Object.
 type PaymentObject string
 
-// PaymentProvider defines model for Payment.Provider.
+// PaymentProvider The provider the payment runs at.
 type PaymentProvider string
 
 // PaymentList defines model for PaymentList.
@@ -1526,10 +1558,12 @@ type StuckPayment struct {
 	Object     StuckPaymentObject `json:"object"`
 
 	// OrderId Example: pedido-842
-	OrderId  OrderId              `json:"order_id"`
+	OrderId OrderId `json:"order_id"`
+
+	// Provider The provider the payment runs at.
 	Provider StuckPaymentProvider `json:"provider"`
 
-	// ProviderPaymentId The provider's object id (`pi_…`) once known.
+	// ProviderPaymentId The provider's object id (`pi_…` at Stripe, a number at Mercado Pago) once known.
 	ProviderPaymentId *string `json:"provider_payment_id"`
 
 	// Status `processing` (the call is in flight), `unknown` (outcome not known;
@@ -1552,7 +1586,7 @@ type StuckPayment struct {
 // StuckPaymentObject defines model for StuckPayment.Object.
 type StuckPaymentObject string
 
-// StuckPaymentProvider defines model for StuckPayment.Provider.
+// StuckPaymentProvider The provider the payment runs at.
 type StuckPaymentProvider string
 
 // StuckPaymentList defines model for StuckPaymentList.
@@ -2399,6 +2433,14 @@ func (a *Attempt) UnmarshalJSON(b []byte) error {
 		delete(object, "operation")
 	}
 
+	if raw, found := object["provider"]; found {
+		err = json.Unmarshal(raw, &a.Provider)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider': %w", err)
+		}
+		delete(object, "provider")
+	}
+
 	if raw, found := object["provider_key"]; found {
 		err = json.Unmarshal(raw, &a.ProviderKey)
 		if err != nil {
@@ -2460,6 +2502,13 @@ func (a Attempt) MarshalJSON() ([]byte, error) {
 	object["operation"], err = json.Marshal(a.Operation)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'operation': %w", err)
+	}
+
+	if a.Provider != nil {
+		object["provider"], err = json.Marshal(a.Provider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider': %w", err)
+		}
 	}
 
 	object["provider_key"], err = json.Marshal(a.ProviderKey)

@@ -251,11 +251,12 @@ func (a *Attempt) MarshalJSON() ([]byte, error) {
 		Operation        Operation     `json:"operation"`
 		Number           int           `json:"number"`
 		ProviderKey      string        `json:"provider_key"`
+		Provider         string        `json:"provider"`
 		Status           AttemptStatus `json:"status"`
 		ProviderObjectID *string       `json:"provider_object_id"`
 		CreatedAt        string        `json:"created_at"`
 		UpdatedAt        string        `json:"updated_at"`
-	}{a.ID, a.Operation, a.Number, a.ProviderKey, a.Status, nullable(a.ProviderObjectID), FormatTime(a.CreatedAt), FormatTime(a.UpdatedAt)})
+	}{a.ID, a.Operation, a.Number, a.ProviderKey, ProviderOf(a.Provider), a.Status, nullable(a.ProviderObjectID), FormatTime(a.CreatedAt), FormatTime(a.UpdatedAt)})
 }
 
 // AuditEntry is one line of a payment's audit trail.
