@@ -117,3 +117,21 @@ func TestLoadConfigMercadoPagoProfile(t *testing.T) {
 		}
 	}
 }
+
+// MERCADOPAGO_API_BASE points the Mercado Pago adapter elsewhere (the
+// simulator); anything but an http(s) URL is refused at start.
+func TestLoadConfigMercadoPagoAPIBase(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env("MERCADOPAGO_API_BASE", "http://127.0.0.1:12111"))
+	if err != nil || c.appConfig(nil).MercadoPagoAPIBase != "http://127.0.0.1:12111" {
+		t.Fatalf("api base = %q (%v)", c.MercadoPagoAPIBase, err)
+	}
+	if c, err = loadConfig(env()); err != nil || c.MercadoPagoAPIBase != "" {
+		t.Fatalf("default api base = %q (%v), want Mercado Pago's own", c.MercadoPagoAPIBase, err)
+	}
+	for _, bad := range []string{"api.mercadopago.com", "ftp://x", "http://"} {
+		if _, err := loadConfig(env("MERCADOPAGO_API_BASE", bad)); err == nil || !strings.Contains(err.Error(), "MERCADOPAGO_API_BASE") {
+			t.Errorf("%q: err %v, want one naming the setting", bad, err)
+		}
+	}
+}
