@@ -77,6 +77,7 @@ SIM_ADDR="${PROVIDERSIM_ADDR:-127.0.0.1:12111}"
 export WEBHOOK_ALLOW_PRIVATE="${WEBHOOK_ALLOW_PRIVATE:-true}"
 LISTEN_ADDR="${WEBHOOK_LISTEN_ADDR:-127.0.0.1:8091}"
 export STRIPE_API_BASE="${STRIPE_API_BASE:-http://$SIM_ADDR}"
+export MERCADOPAGO_API_BASE="${MERCADOPAGO_API_BASE:-$STRIPE_API_BASE}"
 
 echo "building…" >&2
 go build -o bin/ ./cmd/payments ./cmd/providersim
