@@ -162,6 +162,8 @@ func (t *paymentTx) AttemptNextNumber(ctx context.Context, accountID, orderID st
 }
 
 func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error {
+	// The payment reads back as stored: "" is Stripe.
+	p.Provider = payment.ProviderOf(p.Provider)
 	md, err := json.Marshal(nonNil(p.Metadata))
 	if err != nil {
 		return err
@@ -174,7 +176,7 @@ func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error
 		ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Attempt: int32(p.Attempt),
 		Amount: p.Amount, Currency: p.Currency, CaptureMethod: p.CaptureMethod,
 		PaymentMethod: p.PaymentMethod, CustomerID: p.CustomerID, Description: p.Description,
-		Metadata: md, MethodOptions: opts, Status: string(p.Status), Provider: payment.ProviderOf(p.Provider), Now: p.CreatedAt,
+		Metadata: md, MethodOptions: opts, Status: string(p.Status), Provider: p.Provider, Now: p.CreatedAt,
 	})
 	return translate(err)
 }
@@ -251,10 +253,11 @@ func (t *paymentTx) PaymentSetDisputes(ctx context.Context, p *payment.Payment) 
 }
 
 func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error {
+	a.Provider = payment.ProviderOf(a.Provider)
 	err := t.q.AttemptInsert(ctx, dbsqlc.AttemptInsertParams{
 		ID: a.ID, AccountID: a.AccountID, PaymentID: a.PaymentID, OrderID: a.OrderID,
 		Operation: string(a.Operation), Number: int32(a.Number), ProviderKey: a.ProviderKey,
-		Request: a.Request, LeaseExpiresAt: a.LeaseExpiresAt, Provider: payment.ProviderOf(a.Provider), Now: a.CreatedAt,
+		Request: a.Request, LeaseExpiresAt: a.LeaseExpiresAt, Provider: a.Provider, Now: a.CreatedAt,
 	})
 	return translate(err)
 }
