@@ -46,6 +46,39 @@ try_flows() {
 FLOWS
 }
 
+# try_mercadopago ADDR API_KEY SIM: how to try a Pix on Mercado Pago with
+# the demo account whose only provider is Mercado Pago (an account's first
+# provider takes its Pix and Boleto; Mercado Pago needs the payer's email).
+try_mercadopago() {
+  local order='"order_id":"pedido-'"'"'"t$(date +%s)n$(date +%N)"'"'"'","amount":2000,"currency":"BRL"'
+  cat <<MP
+  Pix on Mercado Pago, with the Mercado Pago demo account (Mercado Pago needs the payer's email;
+  billing_details, when given, is always whole):
+    curl -sS -X POST http://$1/v1/payments \\
+      -H 'Authorization: Bearer $2' \\
+      -H 'Content-Type: application/json' \\
+      -H "Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)" \\
+      -d '{$order,"payment_method":"pix","expires_in":900,"billing_details":{"name":"Maria Silva","email":"maria@example.com","tax_id":"529.982.247-25","address":{"line1":"Rua Augusta 100","city":"São Paulo","state":"SP","postal_code":"01305-000","country":"BR"}}}'
+  next_action.pix_display_qr_code.hosted_instructions_url is the simulator's Pix page: pay it there, or
+  with ID the answer's provider_payment_id (Mercado Pago's payment number):
+    curl -sS -X POST $3/_sim/mp/payments/ID/pay   # or …/fail, …/expire
+MP
+}
+
+# rand_hex: 16 random hex digits.
+rand_hex() { head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+# json_field FILE NAME: a string field of the one-line JSON object in FILE.
+json_field() { sed -E 's/.*"'"$2"'":"([^"]+)".*/\1/' "$1"; }
+
+# sim_webhook KEY URL SECRET: the simulator signs the events of KEY's
+# payments with SECRET and sends them to URL, as the provider would.
+sim_webhook() {
+  curl -sS --fail-with-body -X POST "$STRIPE_API_BASE/_sim/webhook_endpoints" -H 'Content-Type: application/json' \
+    -d "{\"secret_key\":\"$1\",\"url\":\"$2\",\"secret\":\"$3\"}" \
+    || { echo "run: could not register the simulator's webhook endpoint (see .data/providersim.log)" >&2; exit 1; }
+}
+
 # Sourced (by the script tests), only define the functions.
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
@@ -93,32 +126,46 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 bin/payments migrate 2>>"$DATA/payments.log"
-# The demo's provider secret is unique per installation: two accounts can
-# never share provider credentials. It is kept, so the simulator's webhooks
-# can be routed to the demo account (an installation made before it was kept
-# gets a new demo account).
-if [ ! -s "$DATA/demo-account.json" ] || [ ! -s "$DATA/stripe.key" ]; then
-  echo "sk_test_demo_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$DATA/stripe.key"
+# The demo's provider secrets are unique per installation: two accounts can
+# never share provider credentials. They are kept, so the simulator's
+# webhooks can be routed to the demo accounts (an installation made before
+# they were kept gets new demo accounts). The demo account holds both
+# providers, Stripe first, so Stripe takes its payments; the Mercado Pago
+# demo account holds only Mercado Pago's, so its Pix and Boleto go there.
+[ -s "$DATA/mercadopago.secret" ] || echo "mpsec_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')" > "$DATA/mercadopago.secret"
+if [ ! -s "$DATA/demo-account.json" ] || [ ! -s "$DATA/stripe.key" ] || [ ! -s "$DATA/mercadopago.token" ]; then
+  echo "sk_test_demo_$(rand_hex)" > "$DATA/stripe.key"
+  echo "TEST-demo-$(rand_hex)" > "$DATA/mercadopago.token"
   bin/payments accounts create --name "Demo store" \
     --stripe-key "$(cat "$DATA/stripe.key")" \
     --webhook-secret "$(cat "$DATA/webhook.secret")" \
+    --mercadopago-access-token "$(cat "$DATA/mercadopago.token")" \
+    --mercadopago-webhook-secret "$(cat "$DATA/mercadopago.secret")" \
     2>>"$DATA/payments.log" > "$DATA/demo-account.json"
 fi
-API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
-ACCOUNT_ID="$(sed -E 's/.*"id":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
+if [ ! -s "$DATA/demo-mp-account.json" ] || [ ! -s "$DATA/demo-mp.token" ]; then
+  echo "TEST-demo-mp-$(rand_hex)" > "$DATA/demo-mp.token"
+  bin/payments accounts create --name "Demo store (Mercado Pago)" \
+    --mercadopago-access-token "$(cat "$DATA/demo-mp.token")" \
+    --mercadopago-webhook-secret "$(cat "$DATA/mercadopago.secret")" \
+    2>>"$DATA/payments.log" > "$DATA/demo-mp-account.json"
+fi
+API_KEY="$(json_field "$DATA/demo-account.json" api_key)"
+ACCOUNT_ID="$(json_field "$DATA/demo-account.json" id)"
+MP_API_KEY="$(json_field "$DATA/demo-mp-account.json" api_key)"
+MP_ACCOUNT_ID="$(json_field "$DATA/demo-mp-account.json" id)"
 
-# The simulator signs the events of the demo account's intents with its
-# webhook secret and sends them to the service, as Stripe would.
-curl -sS --fail-with-body -X POST "$STRIPE_API_BASE/_sim/webhook_endpoints" -H 'Content-Type: application/json' \
-  -d "{\"secret_key\":\"$(cat "$DATA/stripe.key")\",\"url\":\"http://$HTTP_ADDR/webhooks/stripe/$ACCOUNT_ID\",\"secret\":\"$(cat "$DATA/webhook.secret")\"}" \
-  || { echo "run: could not register the simulator's webhook endpoint (see .data/providersim.log)" >&2; exit 1; }
+sim_webhook "$(cat "$DATA/stripe.key")" "http://$HTTP_ADDR/webhooks/stripe/$ACCOUNT_ID" "$(cat "$DATA/webhook.secret")"
+sim_webhook "$(cat "$DATA/mercadopago.token")" "http://$HTTP_ADDR/webhooks/mercadopago/$ACCOUNT_ID" "$(cat "$DATA/mercadopago.secret")"
+sim_webhook "$(cat "$DATA/demo-mp.token")" "http://$HTTP_ADDR/webhooks/mercadopago/$MP_ACCOUNT_ID" "$(cat "$DATA/mercadopago.secret")"
 
 cat >&2 <<INFO
 
   payments API    http://$HTTP_ADDR   (logs: stderr)
   simulator       $STRIPE_API_BASE   (logs: .data/providersim.log)
   database        $DATABASE_URL
-  demo API key    $API_KEY
+  demo API key    $API_KEY   (Stripe first, then Mercado Pago: Stripe takes its payments)
+  MP demo API key $MP_API_KEY   (only Mercado Pago: it takes the Pix and Boleto)
   webhooks        http://$LISTEN_ADDR/   (payments webhooks listen, registered for the demo account:
                   each event it receives, signature verified: tail -f .data/webhooks.log)
   admin token     $ADMIN_TOKEN
@@ -130,6 +177,8 @@ cat >&2 <<INFO
 $(try_line "$HTTP_ADDR" "$API_KEY")
 
 $(try_flows "$HTTP_ADDR" "$API_KEY" "$STRIPE_API_BASE")
+
+$(try_mercadopago "$HTTP_ADDR" "$MP_API_KEY" "$MERCADOPAGO_API_BASE")
 
 INFO
 

@@ -62,6 +62,44 @@ func TestRunTryLineMakesANewOrderEachPaste(t *testing.T) {
 	}
 }
 
+// The Pix on Mercado Pago that make run prints, pasted twice, creates two
+// Pix orders with two keys, with the payer's email Mercado Pago needs.
+func TestRunMercadoPagoPixMakesANewOrderEachPaste(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := bash(t, os.Environ(), `source ./run.sh && try_mercadopago 127.0.0.1:8080 psk_mp http://127.0.0.1:12111`)
+	if code != 0 {
+		t.Fatalf("try_mercadopago: exit %d: %s", code, stderr)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "curl ") || strings.HasPrefix(strings.TrimSpace(l), "-") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 5 {
+		t.Fatalf("no curl line for a Pix:\n%s", out)
+	}
+	create := strings.Join(lines[:5], "\n")
+	paste := `curl() { while [ $# -gt 0 ]; do case "$1" in -H|-d) printf '%s\n' "$2"; shift;; esac; shift; done; }
+` + create + "\n" + create
+	code, sent, stderr := bash(t, os.Environ(), paste)
+	if code != 0 {
+		t.Fatalf("pasting the line: exit %d: %s", code, stderr)
+	}
+	orders := regexp.MustCompile(`"order_id":"(pedido-t[0-9]{1,12}n[0-9]{1,9})"`).FindAllStringSubmatch(sent, -1)
+	keys := regexp.MustCompile(`Idempotency-Key: ([0-9a-f-]{36})`).FindAllStringSubmatch(sent, -1)
+	if len(orders) != 2 || len(keys) != 2 || orders[0][1] == orders[1][1] || keys[0][1] == keys[1][1] {
+		t.Fatalf("two pastes sent:\n%s\nwant two different order ids and keys", sent)
+	}
+	if strings.Count(sent, `"payment_method":"pix"`) != 2 || strings.Count(sent, `"email":"maria@example.com"`) != 2 ||
+		!strings.Contains(sent, "Authorization: Bearer psk_mp") {
+		t.Fatalf("two pastes sent:\n%s\nwant a Pix with the payer's email, with the Mercado Pago account's key", sent)
+	}
+	if !strings.Contains(out, "http://127.0.0.1:12111/_sim/mp/payments/ID/pay") {
+		t.Fatalf("no way to pay it at the simulator:\n%s", out)
+	}
+}
+
 // make demo against a service that is down says so in one line, not with
 // curl's own error.
 func TestDemoSaysWhenTheServiceIsDown(t *testing.T) {
