@@ -151,6 +151,7 @@ func (s *Server) Handler() http.Handler {
 		}
 	})
 	r.With(identityBody).Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
+	r.With(identityBody).Post("/webhooks/mercadopago/{account_id}", s.mercadoPagoWebhook)
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(adminOnly(s.log, s.adminToken, s.authLimiter))
 		r.With(identityBody).Post("/accounts", s.createAccount)

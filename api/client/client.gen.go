@@ -818,24 +818,63 @@ func (e DeleteWebhookEndpoint200JSONResponseBodyObject) Valid() bool {
 	}
 }
 
+// Defines values for MercadoPagoWebhook200JSONResponseBodyOutcome.
+const (
+	MercadoPagoWebhook200JSONResponseBodyOutcomeApplied       MercadoPagoWebhook200JSONResponseBodyOutcome = "applied"
+	MercadoPagoWebhook200JSONResponseBodyOutcomeDuplicate     MercadoPagoWebhook200JSONResponseBodyOutcome = "duplicate"
+	MercadoPagoWebhook200JSONResponseBodyOutcomeIgnored       MercadoPagoWebhook200JSONResponseBodyOutcome = "ignored"
+	MercadoPagoWebhook200JSONResponseBodyOutcomeUnknownObject MercadoPagoWebhook200JSONResponseBodyOutcome = "unknown_object"
+)
+
+// Valid indicates whether the value is a known member of the MercadoPagoWebhook200JSONResponseBodyOutcome enum.
+func (e MercadoPagoWebhook200JSONResponseBodyOutcome) Valid() bool {
+	switch e {
+	case MercadoPagoWebhook200JSONResponseBodyOutcomeApplied:
+		return true
+	case MercadoPagoWebhook200JSONResponseBodyOutcomeDuplicate:
+		return true
+	case MercadoPagoWebhook200JSONResponseBodyOutcomeIgnored:
+		return true
+	case MercadoPagoWebhook200JSONResponseBodyOutcomeUnknownObject:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MercadoPagoWebhook200JSONResponseBodyReceived.
+const (
+	MercadoPagoWebhook200JSONResponseBodyReceivedTrue MercadoPagoWebhook200JSONResponseBodyReceived = true
+)
+
+// Valid indicates whether the value is a known member of the MercadoPagoWebhook200JSONResponseBodyReceived enum.
+func (e MercadoPagoWebhook200JSONResponseBodyReceived) Valid() bool {
+	switch e {
+	case MercadoPagoWebhook200JSONResponseBodyReceivedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StripeWebhook200JSONResponseBodyOutcome.
 const (
-	Applied       StripeWebhook200JSONResponseBodyOutcome = "applied"
-	Duplicate     StripeWebhook200JSONResponseBodyOutcome = "duplicate"
-	Ignored       StripeWebhook200JSONResponseBodyOutcome = "ignored"
-	UnknownObject StripeWebhook200JSONResponseBodyOutcome = "unknown_object"
+	StripeWebhook200JSONResponseBodyOutcomeApplied       StripeWebhook200JSONResponseBodyOutcome = "applied"
+	StripeWebhook200JSONResponseBodyOutcomeDuplicate     StripeWebhook200JSONResponseBodyOutcome = "duplicate"
+	StripeWebhook200JSONResponseBodyOutcomeIgnored       StripeWebhook200JSONResponseBodyOutcome = "ignored"
+	StripeWebhook200JSONResponseBodyOutcomeUnknownObject StripeWebhook200JSONResponseBodyOutcome = "unknown_object"
 )
 
 // Valid indicates whether the value is a known member of the StripeWebhook200JSONResponseBodyOutcome enum.
 func (e StripeWebhook200JSONResponseBodyOutcome) Valid() bool {
 	switch e {
-	case Applied:
+	case StripeWebhook200JSONResponseBodyOutcomeApplied:
 		return true
-	case Duplicate:
+	case StripeWebhook200JSONResponseBodyOutcomeDuplicate:
 		return true
-	case Ignored:
+	case StripeWebhook200JSONResponseBodyOutcomeIgnored:
 		return true
-	case UnknownObject:
+	case StripeWebhook200JSONResponseBodyOutcomeUnknownObject:
 		return true
 	default:
 		return false
@@ -844,13 +883,13 @@ func (e StripeWebhook200JSONResponseBodyOutcome) Valid() bool {
 
 // Defines values for StripeWebhook200JSONResponseBodyReceived.
 const (
-	True StripeWebhook200JSONResponseBodyReceived = true
+	StripeWebhook200JSONResponseBodyReceivedTrue StripeWebhook200JSONResponseBodyReceived = true
 )
 
 // Valid indicates whether the value is a known member of the StripeWebhook200JSONResponseBodyReceived enum.
 func (e StripeWebhook200JSONResponseBodyReceived) Valid() bool {
 	switch e {
-	case True:
+	case StripeWebhook200JSONResponseBodyReceivedTrue:
 		return true
 	default:
 		return false
@@ -2311,6 +2350,32 @@ type RotateWebhookSecretParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// MercadoPagoWebhookJSONBody defines parameters for MercadoPagoWebhook.
+type MercadoPagoWebhookJSONBody = map[string]interface{}
+
+// MercadoPagoWebhookParams defines parameters for MercadoPagoWebhook.
+type MercadoPagoWebhookParams struct {
+	// DataId The id of the object the notification is about, as Mercado Pago signs it.
+	DataId *string `form:"data.id,omitempty" json:"data.id,omitempty"`
+
+	// Type The notification's topic; informational, the body's `type` is read.
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
+
+	// XSignature Mercado Pago's signature of the notification, checked with the account's Mercado Pago webhook secret.
+	XSignature string `json:"x-signature"`
+
+	// XRequestId Mercado Pago's id of the delivery, part of the signed manifest.
+	// Also used to correlate logs when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`.
+	XRequestId *string `json:"X-Request-Id,omitempty"`
+}
+
+// MercadoPagoWebhook200JSONResponseBodyOutcome defines parameters for MercadoPagoWebhook.
+type MercadoPagoWebhook200JSONResponseBodyOutcome string
+
+// MercadoPagoWebhook200JSONResponseBodyReceived defines parameters for MercadoPagoWebhook.
+type MercadoPagoWebhook200JSONResponseBodyReceived bool
+
 // StripeWebhookJSONBody defines parameters for StripeWebhook.
 type StripeWebhookJSONBody = map[string]interface{}
 
@@ -2372,6 +2437,9 @@ type UpdateWebhookEndpointJSONRequestBody = UpdateWebhookEndpointRequest
 
 // RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
 type RotateWebhookSecretJSONRequestBody = RotateWebhookSecretJSONBody
+
+// MercadoPagoWebhookJSONRequestBody defines body for MercadoPagoWebhook for application/json ContentType.
+type MercadoPagoWebhookJSONRequestBody = MercadoPagoWebhookJSONBody
 
 // StripeWebhookJSONRequestBody defines body for StripeWebhook for application/json ContentType.
 type StripeWebhookJSONRequestBody = StripeWebhookJSONBody
@@ -3253,6 +3321,60 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/webhook_endpoints/{id}/rotate_secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecret(ctx context.Context, id WebhookEndpointId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MercadoPagoWebhookWithBody Receive a Mercado Pago notification for an account
+	//
+	// The `x-signature` header (`ts=…,v1=…`) is verified with the account's
+	// Mercado Pago webhook secret: `v1` is the hex HMAC-SHA256 of
+	// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (an alphanumeric
+	// `data.id` in lower case), `ts` in seconds or milliseconds, within
+	// 300 s of now, past or future. `data.id` is the query's, else the
+	// body's. The body is never trusted: only `type` and `data.id` are
+	// read. A payment notification retrieves the payment from Mercado Pago
+	// and applies what the retrieved payment shows, by a valid forward
+	// transition of the payment's state only. Notifications that retrieve
+	// the same state of a payment are one delivery: a redelivery, or a
+	// second notification about the same change, is 200 and changes
+	// nothing. Other topics are recorded and ignored. A retrieve that fails
+	// is 503 with nothing stored, so Mercado Pago delivers again. A
+	// webhook never answers 409: it waits for the payment's lock.
+	// An unknown account (or one without a Mercado Pago webhook secret) is
+	// answered 400 before the body is read, with the same answer as a bad
+	// signature. Bodies are read within a byte budget shared by all
+	// requests: what the service cannot take now is 503 with
+	// `Retry-After`; a body over 1 MiB is 413.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/mercadopago/{account_id} (the `MercadoPagoWebhook` operationId).
+	MercadoPagoWebhookWithBody(ctx context.Context, accountId string, params *MercadoPagoWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MercadoPagoWebhook Receive a Mercado Pago notification for an account
+	//
+	// The `x-signature` header (`ts=…,v1=…`) is verified with the account's
+	// Mercado Pago webhook secret: `v1` is the hex HMAC-SHA256 of
+	// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (an alphanumeric
+	// `data.id` in lower case), `ts` in seconds or milliseconds, within
+	// 300 s of now, past or future. `data.id` is the query's, else the
+	// body's. The body is never trusted: only `type` and `data.id` are
+	// read. A payment notification retrieves the payment from Mercado Pago
+	// and applies what the retrieved payment shows, by a valid forward
+	// transition of the payment's state only. Notifications that retrieve
+	// the same state of a payment are one delivery: a redelivery, or a
+	// second notification about the same change, is 200 and changes
+	// nothing. Other topics are recorded and ignored. A retrieve that fails
+	// is 503 with nothing stored, so Mercado Pago delivers again. A
+	// webhook never answers 409: it waits for the payment's lock.
+	// An unknown account (or one without a Mercado Pago webhook secret) is
+	// answered 400 before the body is read, with the same answer as a bad
+	// signature. Bodies are read within a byte budget shared by all
+	// requests: what the service cannot take now is 503 with
+	// `Retry-After`; a body over 1 MiB is 413.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/mercadopago/{account_id} (the `MercadoPagoWebhook` operationId).
+	MercadoPagoWebhook(ctx context.Context, accountId string, params *MercadoPagoWebhookParams, body MercadoPagoWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StripeWebhookWithBody Receive a Stripe event for an account
 	//
@@ -4285,6 +4407,80 @@ func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, id WebhookEndp
 // Corresponds with POST /v1/webhook_endpoints/{id}/rotate_secret (the `RotateWebhookSecret` operationId).
 func (c *Client) RotateWebhookSecret(ctx context.Context, id WebhookEndpointId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRotateWebhookSecretRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MercadoPagoWebhookWithBody Receive a Mercado Pago notification for an account
+//
+// The `x-signature` header (`ts=…,v1=…`) is verified with the account's
+// Mercado Pago webhook secret: `v1` is the hex HMAC-SHA256 of
+// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (an alphanumeric
+// `data.id` in lower case), `ts` in seconds or milliseconds, within
+// 300 s of now, past or future. `data.id` is the query's, else the
+// body's. The body is never trusted: only `type` and `data.id` are
+// read. A payment notification retrieves the payment from Mercado Pago
+// and applies what the retrieved payment shows, by a valid forward
+// transition of the payment's state only. Notifications that retrieve
+// the same state of a payment are one delivery: a redelivery, or a
+// second notification about the same change, is 200 and changes
+// nothing. Other topics are recorded and ignored. A retrieve that fails
+// is 503 with nothing stored, so Mercado Pago delivers again. A
+// webhook never answers 409: it waits for the payment's lock.
+// An unknown account (or one without a Mercado Pago webhook secret) is
+// answered 400 before the body is read, with the same answer as a bad
+// signature. Bodies are read within a byte budget shared by all
+// requests: what the service cannot take now is 503 with
+// `Retry-After`; a body over 1 MiB is 413.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/mercadopago/{account_id} (the `MercadoPagoWebhook` operationId).
+func (c *Client) MercadoPagoWebhookWithBody(ctx context.Context, accountId string, params *MercadoPagoWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMercadoPagoWebhookRequestWithBody(c.Server, accountId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MercadoPagoWebhook Receive a Mercado Pago notification for an account
+//
+// The `x-signature` header (`ts=…,v1=…`) is verified with the account's
+// Mercado Pago webhook secret: `v1` is the hex HMAC-SHA256 of
+// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (an alphanumeric
+// `data.id` in lower case), `ts` in seconds or milliseconds, within
+// 300 s of now, past or future. `data.id` is the query's, else the
+// body's. The body is never trusted: only `type` and `data.id` are
+// read. A payment notification retrieves the payment from Mercado Pago
+// and applies what the retrieved payment shows, by a valid forward
+// transition of the payment's state only. Notifications that retrieve
+// the same state of a payment are one delivery: a redelivery, or a
+// second notification about the same change, is 200 and changes
+// nothing. Other topics are recorded and ignored. A retrieve that fails
+// is 503 with nothing stored, so Mercado Pago delivers again. A
+// webhook never answers 409: it waits for the payment's lock.
+// An unknown account (or one without a Mercado Pago webhook secret) is
+// answered 400 before the body is read, with the same answer as a bad
+// signature. Bodies are read within a byte budget shared by all
+// requests: what the service cannot take now is 503 with
+// `Retry-After`; a body over 1 MiB is 413.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/mercadopago/{account_id} (the `MercadoPagoWebhook` operationId).
+func (c *Client) MercadoPagoWebhook(ctx context.Context, accountId string, params *MercadoPagoWebhookParams, body MercadoPagoWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMercadoPagoWebhookRequest(c.Server, accountId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6501,6 +6697,116 @@ func NewRotateWebhookSecretRequestWithBody(server string, id WebhookEndpointId, 
 	return req, nil
 }
 
+// NewMercadoPagoWebhookRequest calls the generic MercadoPagoWebhook builder with application/json body
+func NewMercadoPagoWebhookRequest(server string, accountId string, params *MercadoPagoWebhookParams, body MercadoPagoWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMercadoPagoWebhookRequestWithBody(server, accountId, params, "application/json", bodyReader)
+}
+
+// NewMercadoPagoWebhookRequestWithBody constructs an http.Request for the MercadoPagoWebhook method, with any body, and a specified content type
+func NewMercadoPagoWebhookRequestWithBody(server string, accountId string, params *MercadoPagoWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "account_id", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/mercadopago/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.DataId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "data.id", *params.DataId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "x-signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("x-signature", headerParam0)
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewStripeWebhookRequest calls the generic StripeWebhook builder with application/json body
 func NewStripeWebhookRequest(server string, accountId string, params *StripeWebhookParams, body StripeWebhookJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7191,6 +7497,60 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/webhook_endpoints/{id}/rotate_secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecretWithResponse(ctx context.Context, id WebhookEndpointId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+
+	// MercadoPagoWebhookWithBodyWithResponse Receive a Mercado Pago notification for an account
+	//
+	// The `x-signature` header (`ts=…,v1=…`) is verified with the account's
+	// Mercado Pago webhook secret: `v1` is the hex HMAC-SHA256 of
+	// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (an alphanumeric
+	// `data.id` in lower case), `ts` in seconds or milliseconds, within
+	// 300 s of now, past or future. `data.id` is the query's, else the
+	// body's. The body is never trusted: only `type` and `data.id` are
+	// read. A payment notification retrieves the payment from Mercado Pago
+	// and applies what the retrieved payment shows, by a valid forward
+	// transition of the payment's state only. Notifications that retrieve
+	// the same state of a payment are one delivery: a redelivery, or a
+	// second notification about the same change, is 200 and changes
+	// nothing. Other topics are recorded and ignored. A retrieve that fails
+	// is 503 with nothing stored, so Mercado Pago delivers again. A
+	// webhook never answers 409: it waits for the payment's lock.
+	// An unknown account (or one without a Mercado Pago webhook secret) is
+	// answered 400 before the body is read, with the same answer as a bad
+	// signature. Bodies are read within a byte budget shared by all
+	// requests: what the service cannot take now is 503 with
+	// `Retry-After`; a body over 1 MiB is 413.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/mercadopago/{account_id} (the `MercadoPagoWebhook` operationId).
+	MercadoPagoWebhookWithBodyWithResponse(ctx context.Context, accountId string, params *MercadoPagoWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MercadoPagoWebhookResponse, error)
+
+	// MercadoPagoWebhookWithResponse Receive a Mercado Pago notification for an account
+	//
+	// The `x-signature` header (`ts=…,v1=…`) is verified with the account's
+	// Mercado Pago webhook secret: `v1` is the hex HMAC-SHA256 of
+	// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (an alphanumeric
+	// `data.id` in lower case), `ts` in seconds or milliseconds, within
+	// 300 s of now, past or future. `data.id` is the query's, else the
+	// body's. The body is never trusted: only `type` and `data.id` are
+	// read. A payment notification retrieves the payment from Mercado Pago
+	// and applies what the retrieved payment shows, by a valid forward
+	// transition of the payment's state only. Notifications that retrieve
+	// the same state of a payment are one delivery: a redelivery, or a
+	// second notification about the same change, is 200 and changes
+	// nothing. Other topics are recorded and ignored. A retrieve that fails
+	// is 503 with nothing stored, so Mercado Pago delivers again. A
+	// webhook never answers 409: it waits for the payment's lock.
+	// An unknown account (or one without a Mercado Pago webhook secret) is
+	// answered 400 before the body is read, with the same answer as a bad
+	// signature. Bodies are read within a byte budget shared by all
+	// requests: what the service cannot take now is 503 with
+	// `Retry-After`; a body over 1 MiB is 413.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/mercadopago/{account_id} (the `MercadoPagoWebhook` operationId).
+	MercadoPagoWebhookWithResponse(ctx context.Context, accountId string, params *MercadoPagoWebhookParams, body MercadoPagoWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*MercadoPagoWebhookResponse, error)
 
 	// StripeWebhookWithBodyWithResponse Receive a Stripe event for an account
 	//
@@ -11282,6 +11642,131 @@ func (r RotateWebhookSecretResponse) ContentType() string {
 	return ""
 }
 
+// MercadoPagoWebhookResponse200Headers the declared response headers of an HTTP 200 response for MercadoPagoWebhook
+type MercadoPagoWebhookResponse200Headers struct {
+	XRequestId *string
+}
+
+// MercadoPagoWebhookResponse400Headers the declared response headers of an HTTP 400 response for MercadoPagoWebhook
+type MercadoPagoWebhookResponse400Headers struct {
+	XRequestId *string
+}
+
+// MercadoPagoWebhookResponse404Headers the declared response headers of an HTTP 404 response for MercadoPagoWebhook
+type MercadoPagoWebhookResponse404Headers struct {
+	XRequestId *string
+}
+
+// MercadoPagoWebhookResponse413Headers the declared response headers of an HTTP 413 response for MercadoPagoWebhook
+type MercadoPagoWebhookResponse413Headers struct {
+	XRequestId *string
+}
+
+// MercadoPagoWebhookResponse415Headers the declared response headers of an HTTP 415 response for MercadoPagoWebhook
+type MercadoPagoWebhookResponse415Headers struct {
+	XRequestId *string
+}
+
+// MercadoPagoWebhookResponse503Headers the declared response headers of an HTTP 503 response for MercadoPagoWebhook
+type MercadoPagoWebhookResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type MercadoPagoWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Outcome  MercadoPagoWebhook200JSONResponseBodyOutcome  `json:"outcome"`
+		Received MercadoPagoWebhook200JSONResponseBodyReceived `json:"received"`
+	}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *RequestTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *MercadoPagoWebhookResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *MercadoPagoWebhookResponse400Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *MercadoPagoWebhookResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *MercadoPagoWebhookResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *MercadoPagoWebhookResponse415Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *MercadoPagoWebhookResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MercadoPagoWebhookResponse) GetJSON200() *struct {
+	Outcome  MercadoPagoWebhook200JSONResponseBodyOutcome  `json:"outcome"`
+	Received MercadoPagoWebhook200JSONResponseBodyReceived `json:"received"`
+} {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r MercadoPagoWebhookResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r MercadoPagoWebhookResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r MercadoPagoWebhookResponse) GetApplicationproblemJSON413() *RequestTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r MercadoPagoWebhookResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r MercadoPagoWebhookResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r MercadoPagoWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MercadoPagoWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MercadoPagoWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MercadoPagoWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // StripeWebhookResponse200Headers the declared response headers of an HTTP 200 response for StripeWebhook
 type StripeWebhookResponse200Headers struct {
 	XRequestId *string
@@ -12257,6 +12742,72 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// MercadoPagoWebhookWithBodyWithResponse Receive a Mercado Pago notification for an account
+//
+// The `x-signature` header (`ts=…,v1=…`) is verified with the account's
+// Mercado Pago webhook secret: `v1` is the hex HMAC-SHA256 of
+// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (an alphanumeric
+// `data.id` in lower case), `ts` in seconds or milliseconds, within
+// 300 s of now, past or future. `data.id` is the query's, else the
+// body's. The body is never trusted: only `type` and `data.id` are
+// read. A payment notification retrieves the payment from Mercado Pago
+// and applies what the retrieved payment shows, by a valid forward
+// transition of the payment's state only. Notifications that retrieve
+// the same state of a payment are one delivery: a redelivery, or a
+// second notification about the same change, is 200 and changes
+// nothing. Other topics are recorded and ignored. A retrieve that fails
+// is 503 with nothing stored, so Mercado Pago delivers again. A
+// webhook never answers 409: it waits for the payment's lock.
+// An unknown account (or one without a Mercado Pago webhook secret) is
+// answered 400 before the body is read, with the same answer as a bad
+// signature. Bodies are read within a byte budget shared by all
+// requests: what the service cannot take now is 503 with
+// `Retry-After`; a body over 1 MiB is 413.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/mercadopago/{account_id} (the `MercadoPagoWebhook` operationId).
+func (c *ClientWithResponses) MercadoPagoWebhookWithBodyWithResponse(ctx context.Context, accountId string, params *MercadoPagoWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MercadoPagoWebhookResponse, error) {
+	rsp, err := c.MercadoPagoWebhookWithBody(ctx, accountId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMercadoPagoWebhookResponse(rsp)
+}
+
+// MercadoPagoWebhookWithResponse Receive a Mercado Pago notification for an account
+//
+// The `x-signature` header (`ts=…,v1=…`) is verified with the account's
+// Mercado Pago webhook secret: `v1` is the hex HMAC-SHA256 of
+// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (an alphanumeric
+// `data.id` in lower case), `ts` in seconds or milliseconds, within
+// 300 s of now, past or future. `data.id` is the query's, else the
+// body's. The body is never trusted: only `type` and `data.id` are
+// read. A payment notification retrieves the payment from Mercado Pago
+// and applies what the retrieved payment shows, by a valid forward
+// transition of the payment's state only. Notifications that retrieve
+// the same state of a payment are one delivery: a redelivery, or a
+// second notification about the same change, is 200 and changes
+// nothing. Other topics are recorded and ignored. A retrieve that fails
+// is 503 with nothing stored, so Mercado Pago delivers again. A
+// webhook never answers 409: it waits for the payment's lock.
+// An unknown account (or one without a Mercado Pago webhook secret) is
+// answered 400 before the body is read, with the same answer as a bad
+// signature. Bodies are read within a byte budget shared by all
+// requests: what the service cannot take now is 503 with
+// `Retry-After`; a body over 1 MiB is 413.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/mercadopago/{account_id} (the `MercadoPagoWebhook` operationId).
+func (c *ClientWithResponses) MercadoPagoWebhookWithResponse(ctx context.Context, accountId string, params *MercadoPagoWebhookParams, body MercadoPagoWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*MercadoPagoWebhookResponse, error) {
+	rsp, err := c.MercadoPagoWebhook(ctx, accountId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMercadoPagoWebhookResponse(rsp)
 }
 
 // StripeWebhookWithBodyWithResponse Receive a Stripe event for an account
@@ -16964,6 +17515,140 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers404 = &headers
 	case rsp.StatusCode == 503:
 		var headers RotateWebhookSecretResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseMercadoPagoWebhookResponse parses an HTTP response from a MercadoPagoWebhookWithResponse call
+func ParseMercadoPagoWebhookResponse(rsp *http.Response) (*MercadoPagoWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MercadoPagoWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Outcome  MercadoPagoWebhook200JSONResponseBodyOutcome  `json:"outcome"`
+			Received MercadoPagoWebhook200JSONResponseBodyReceived `json:"received"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest RequestTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers MercadoPagoWebhookResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers MercadoPagoWebhookResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 404:
+		var headers MercadoPagoWebhookResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers MercadoPagoWebhookResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers MercadoPagoWebhookResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 503:
+		var headers MercadoPagoWebhookResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
