@@ -13,6 +13,7 @@ import (
 	"github.com/acmepay/payments/internal/apitest"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider/mercadopago"
+	"github.com/acmepay/payments/internal/provider/providersim"
 )
 
 // mpWebhookEnv is an account with Mercado Pago credentials and webhook
@@ -145,6 +146,24 @@ func TestMercadoPagoWebhook(t *testing.T) {
 		wantOutcome(t, w.deliver(t, body, "req-mo"), "duplicate")
 	})
 	t.Run("RefusedWithNothingStored", testMPWebhookRefused)
+	t.Run("RetrieveFailsIsRetried", func(t *testing.T) {
+		t.Parallel()
+		w := newMPWebhookEnv(t, "pedido-mpwh-down")
+		if _, err := w.Sim.MPPay(mustInt(t, w.mpID)); err != nil {
+			t.Fatal(err)
+		}
+		f := w.Sim.Inject(providersim.Fault{Op: "mp_retrieve", Kind: providersim.Error500BeforeEffect})
+		r := w.post(mpNote(w.mpID), "req-down", mpSign(w.mpID, "req-down", strconv.FormatInt(time.Now().Unix(), 10), w.secret))
+		wantStatus(t, r, http.StatusServiceUnavailable)
+		if n := countDeliveries(t, w.Env); n != 0 {
+			t.Fatalf("%d receipts after a failed retrieve, want 0", n)
+		}
+		f.Remove()
+		wantOutcome(t, w.deliver(t, mpNote(w.mpID), "req-down"), "applied")
+		if got := getPaymentJSON(t, w.Env, w.paymentID)["status"]; got != "captured" {
+			t.Fatalf("status = %v, want captured", got)
+		}
+	})
 }
 
 func testMPWebhookRefused(t *testing.T) {
