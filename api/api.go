@@ -52,7 +52,8 @@ type Config struct {
 	// Webhooks serves /v1/webhook_endpoints and event deliveries; nil
 	// leaves them out (404).
 	Webhooks *notify.Service
-	// Inbound takes the provider's events at /webhooks/stripe.
+	// Inbound takes the providers' events at /webhooks/stripe and
+	// /webhooks/mercadopago.
 	Inbound *inbound.Service
 	// BodyBudget bounds the bytes of provider webhook bodies read at once,
 	// across all requests; 0 is 16 MiB.
