@@ -146,6 +146,7 @@ func TestMercadoPagoWebhook(t *testing.T) {
 		wantOutcome(t, w.deliver(t, body, "req-mo"), "duplicate")
 	})
 	t.Run("RefusedWithNothingStored", testMPWebhookRefused)
+	t.Run("SimulatorDelivers", testMPWebhookFromSimulator)
 	t.Run("RetrieveFailsIsRetried", func(t *testing.T) {
 		t.Parallel()
 		w := newMPWebhookEnv(t, "pedido-mpwh-down")
@@ -206,4 +207,47 @@ func mustInt(t *testing.T, s string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// testMPWebhookFromSimulator has the simulator sign and deliver the
+// notification of a paid Pix, then deliver it again.
+func testMPWebhookFromSimulator(t *testing.T) {
+	t.Parallel()
+	w := newMPWebhookEnv(t, "pedido-mpwh-sim")
+	token := "TEST-" + w.Account.ID
+	w.Sim.RegisterWebhookEndpoint(token, w.URL+"/webhooks/mercadopago/"+w.Account.ID, w.secret)
+	if _, err := w.Sim.MPPay(mustInt(t, w.mpID)); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), apitest.WaitTimeout)
+		defer cancel()
+		if err := w.Sim.WaitWebhooks(ctx); err != nil {
+			t.Fatalf("notifications not delivered: %v", err)
+		}
+	}
+	wait()
+	evs := w.Sim.Events(token)
+	if len(evs) == 0 || !w.Sim.Redeliver(evs[len(evs)-1].ID) {
+		t.Fatalf("no notification to deliver again: %v", evs)
+	}
+	wait()
+	ds := w.Sim.WebhookDeliveries()
+	if len(ds) < 2 {
+		t.Fatalf("%d deliveries, want the notification and its redelivery", len(ds))
+	}
+	for _, d := range ds {
+		if d.Status != http.StatusOK {
+			t.Fatalf("delivery %+v, want 200", d)
+		}
+	}
+	if got := getPaymentJSON(t, w.Env, w.paymentID)["status"]; got != "captured" {
+		t.Fatalf("status = %v, want captured", got)
+	}
+	if n := countTypes(t, w.Env, w.paymentID, "payment.captured"); n != 1 {
+		t.Fatalf("%d payment.captured events, want 1", n)
+	}
+	if n := countDeliveries(t, w.Env); n != 1 {
+		t.Fatalf("%d receipts, want 1 (the redelivery is a duplicate)", n)
+	}
 }
