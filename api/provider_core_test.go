@@ -119,6 +119,31 @@ func TestPaymentProvider(t *testing.T) {
 		}
 	})
 
+	t.Run("CardWithoutStripeReservesNothing", func(t *testing.T) {
+		t.Parallel()
+		e := apitest.New(t, apitest.Options{})
+		m := mpMerchant(e)
+		m.Credentials = provider.Credentials{}
+		m.Providers = []string{payment.ProviderMercadoPago}
+		delete(m.ProviderCredentials, payment.ProviderStripe)
+		req, err := payment.ParseCreateRequest([]byte(`{"order_id":"pedido-y","amount":5000,"currency":"BRL","payment_method":"pm_card_visa"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Payments.Create(context.Background(), m, "k-y", req)
+		if payment.ErrorCode(err) != payment.CodeInvalidRequest {
+			t.Fatalf("err %v, want invalid_request", err)
+		}
+		var keys, payments int
+		if err := e.DB.Pool.QueryRow(context.Background(),
+			`SELECT (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM payments)`).Scan(&keys, &payments); err != nil {
+			t.Fatal(err)
+		}
+		if sent := countOp(e.Sim, "authorize") + countOp(e.Sim, "mp_create"); keys != 0 || payments != 0 || sent != 0 {
+			t.Fatalf("keys %d, payments %d, provider creates %d after a refused create", keys, payments, sent)
+		}
+	})
+
 	t.Run("RowsFromBeforeReadAsStripe", func(t *testing.T) {
 		t.Parallel()
 		e := apitest.New(t, apitest.Options{})

@@ -85,6 +85,11 @@ func (s *Service) createProvider(acct Account, req CreateRequest) (string, error
 	if (req.PaymentMethod == MethodPix || req.PaymentMethod == MethodBoleto) && len(acct.Providers) > 0 {
 		name = acct.Providers[0]
 	}
+	if _, ok := acct.CredentialsFor(name); !ok && name == ProviderStripe && len(acct.Providers) > 0 {
+		// A Mercado Pago-only account: sent on, a card token would fail at
+		// Stripe for want of a key. Refused before anything is reserved.
+		return "", Errorf(CodeInvalidRequest, "the account has no Stripe credentials: a card token (any payment_method but pix and boleto) is Stripe's")
+	}
 	if name == ProviderStripe {
 		return name, nil
 	}

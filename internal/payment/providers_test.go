@@ -123,6 +123,9 @@ func TestCreateProvider(t *testing.T) {
 		{"a card token is stripe's", mpAccount, CreateRequest{PaymentMethod: "pm_card_visa"}, ProviderStripe, ""},
 		{"no email", mpAccount, CreateRequest{PaymentMethod: MethodPix}, "", "billing_details.email"},
 		{"no credentials", Account{ID: "a", Providers: []string{ProviderMercadoPago}}, CreateRequest{PaymentMethod: MethodPix, BillingDetails: email}, "", "no credentials"},
+		{"a card token without stripe", Account{ID: "a", Providers: []string{ProviderMercadoPago},
+			ProviderCredentials: map[string]provider.Credentials{ProviderMercadoPago: {SecretKey: "TEST-1"}}},
+			CreateRequest{PaymentMethod: "pm_card_visa"}, "", "no Stripe credentials"},
 	} {
 		got, err := s.createProvider(tc.acct, tc.req)
 		if tc.wantErr != "" {
