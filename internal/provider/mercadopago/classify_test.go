@@ -190,13 +190,11 @@ func TestTimeoutAndLostConnectionAreIndeterminate(t *testing.T) {
 	}
 }
 
-// TestBrokenKeepAliveResendIsCounted: net/http silently re-sends a POST
-// carrying X-Idempotency-Key when a reused keep-alive connection breaks
-// before the answer. The answer is then that of a re-send (CONTRACT §5).
-func TestBrokenKeepAliveResendIsCounted(t *testing.T) {
-	t.Parallel()
+// hangupFirstPost is a fake that breaks the connection of its first POST
+// after reading it, without an answer.
+func hangupFirstPost() *fakeMP {
 	var posts atomic.Int32
-	f := &fakeMP{
+	return &fakeMP{
 		answer: always(201, paymentJSON("authorized", "pending_capture", "")),
 		hangup: func(s seen) bool {
 			if s.method != http.MethodPost {
@@ -205,7 +203,16 @@ func TestBrokenKeepAliveResendIsCounted(t *testing.T) {
 			return posts.Add(1) == 1
 		},
 	}
-	p := newFake(t, f)
+}
+
+// TestBrokenKeepAliveResendIsCounted: net/http silently re-sends a POST
+// carrying X-Idempotency-Key when a reused keep-alive connection breaks
+// before the answer, if Mercado Pago keeps keys. The answer is then that of
+// a re-send (CONTRACT §5).
+func TestBrokenKeepAliveResendIsCounted(t *testing.T) {
+	t.Parallel()
+	f := hangupFirstPost()
+	p := newFakeWith(t, f, Config{KeyRetention: time.Hour})
 	ctx := context.Background()
 	// A GET leaves an idle keep-alive connection for the POST to reuse.
 	if _, err := p.RetrieveIntent(ctx, creds, "123"); err != nil {
@@ -233,6 +240,29 @@ func TestBrokenKeepAliveResendIsCounted(t *testing.T) {
 	// A call sent once is not a re-send.
 	if res := p.Authorize(ctx, creds, cardReq()); res.Answer != provider.AnswerObject || res.Resent {
 		t.Fatalf("second call: answer %q resent %v, want sent once", res.Answer, res.Resent)
+	}
+}
+
+// TestBrokenKeepAliveNotResentWithoutRetention: without a key retention a
+// re-sent key is a new request that may charge again, so the broken
+// request is not re-sent: its outcome is in doubt, for a lookup.
+func TestBrokenKeepAliveNotResentWithoutRetention(t *testing.T) {
+	t.Parallel()
+	f := hangupFirstPost()
+	p := newFake(t, f)
+	ctx := context.Background()
+	if _, err := p.RetrieveIntent(ctx, creds, "123"); err != nil {
+		t.Fatal(err)
+	}
+	res := p.Authorize(ctx, creds, cardReq())
+	posts := 0
+	for _, s := range f.requests() {
+		if s.method == http.MethodPost {
+			posts++
+		}
+	}
+	if res.Answer != provider.AnswerIndeterminate || res.Resent || posts != 1 {
+		t.Fatalf("answer %q resent %v after %d POSTs, want one POST in doubt", res.Answer, res.Resent, posts)
 	}
 }
 

@@ -90,9 +90,16 @@ var fixedNow = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 
 func newFake(t *testing.T, f *fakeMP) *Provider {
 	t.Helper()
+	return newFakeWith(t, f, Config{})
+}
+
+// newFakeWith is newFake with settings of the test's.
+func newFakeWith(t *testing.T, f *fakeMP, cfg Config) *Provider {
+	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	p, err := New(Config{APIBase: srv.URL + basePath, Now: func() time.Time { return fixedNow }})
+	cfg.APIBase, cfg.Now = srv.URL+basePath, func() time.Time { return fixedNow }
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,7 @@ func New(cfg Config) (*Provider, error) {
 		lag = provider.DefaultSearchLag
 	}
 	p.profile = provider.MercadoPagoProfile(max(cfg.KeyRetention, 0), lag)
+	p.req.resend = p.profile.KeyRetention > 0
 	if p.req.client == nil {
 		p.req.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}

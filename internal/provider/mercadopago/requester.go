@@ -59,6 +59,11 @@ var errNoKey = errors.New("mercadopago: mutating request without an idempotency 
 type requester struct {
 	base   *url.URL
 	client *http.Client
+	// resend lets net/http re-send a mutating request on a broken reused
+	// connection. Only while Mercado Pago keeps keys (a retention is set):
+	// without one, a re-send is a new request that may charge again, so a
+	// request without an answer stays in doubt for a lookup instead.
+	resend bool
 }
 
 // Do sends one request once.
@@ -84,6 +89,10 @@ func (r *requester) Do(req *http.Request) (*http.Response, error) {
 		if err := setFields(out, c.set); err != nil {
 			return nil, err
 		}
+	}
+	if !r.resend {
+		// net/http replays a request with a body only through GetBody.
+		out.GetBody = nil
 	}
 	return r.client.Do(out)
 }
