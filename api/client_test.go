@@ -42,7 +42,7 @@ func TestGeneratedClient(t *testing.T) {
 	manual := client.CaptureMethod("manual")
 	body := client.CreatePaymentJSONRequestBody{
 		OrderId: "pedido-gen-1", Amount: 2000, Currency: "brl",
-		PaymentMethod: "pm_card_visa", CaptureMethod: &manual,
+		PaymentMethod: new("pm_card_visa"), CaptureMethod: &manual,
 		Metadata: &client.Metadata{"cart": "c-1"},
 	}
 	params := &client.CreatePaymentParams{IdempotencyKey: "gen-key-1"}

@@ -1026,7 +1026,7 @@ type AuditEntry struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// BillingDetails The payer; required for Boleto.
+// BillingDetails The payer; required for Boleto and for every Mercado Pago payment (its email).
 type BillingDetails struct {
 	Address struct {
 		City string `json:"city"`
@@ -1074,7 +1074,8 @@ type CreateAccountRequest struct {
 	WebhookSecret *string `json:"webhook_secret,omitempty"`
 }
 
-// CreatePaymentRequest defines model for CreatePaymentRequest.
+// CreatePaymentRequest Exactly one of `payment_method` and `payment_methods` is required;
+// both, or neither, is `400 invalid_request`.
 type CreatePaymentRequest struct {
 	// Amount Integer amount in minor units (for zero-decimal currencies such as
 	// `JPY`, whole units). Any JSON number whose exact value is an integer
@@ -1084,7 +1085,7 @@ type CreatePaymentRequest struct {
 	// Example: 2000
 	Amount Amount `json:"amount"`
 
-	// BillingDetails The payer; required for Boleto.
+	// BillingDetails The payer; required for Boleto and for every Mercado Pago payment (its email).
 	BillingDetails *BillingDetails `json:"billing_details,omitempty"`
 
 	// CaptureMethod Defaults to `automatic` when omitted; `null` is `400`. Pix and
@@ -1125,7 +1126,16 @@ type CreatePaymentRequest struct {
 	//
 	//
 	// Example: pm_card_visa
-	PaymentMethod string `json:"payment_method"`
+	PaymentMethod *string `json:"payment_method,omitempty"`
+
+	// PaymentMethods The card at each provider, instead of `payment_method`; each entry is
+	// optional, and a provider whose entry is missing is never tried. The
+	// payment runs at the first of the account's providers (in the order
+	// they were added) whose entry is here and whose other needs are met
+	// (Mercado Pago needs `billing_details.email`); when none can be
+	// tried, the create is `400 invalid_request` naming what is missing
+	// and nothing is reserved. Part of the fingerprint.
+	PaymentMethods *PaymentMethods `json:"payment_methods,omitempty"`
 
 	// ReturnUrl Where 3-D Secure returns the customer: an absolute `https` URL
 	// (`http` only for localhost). With it a challenge is a
@@ -1315,6 +1325,20 @@ type ListEnvelope struct {
 // ListEnvelopeObject defines model for ListEnvelope.Object.
 type ListEnvelopeObject string
 
+// MercadoPagoCard A card tokenized by Mercado Pago's own frontend library.
+type MercadoPagoCard struct {
+	// Installments Defaults to 1.
+	Installments *int `json:"installments,omitempty"`
+
+	// PaymentMethodId The card brand Mercado Pago's frontend reports (`visa`, `master`, …).
+	//
+	// Example: visa
+	PaymentMethodId string `json:"payment_method_id"`
+
+	// Token The card token from Mercado Pago's tokenization.
+	Token string `json:"token"`
+}
+
 // Metadata Up to 20 keys of 1–40 characters; values of at most 500 characters.
 type Metadata map[string]string
 
@@ -1437,6 +1461,23 @@ type PaymentList struct {
 
 // PaymentListObject defines model for PaymentList.Object.
 type PaymentListObject string
+
+// PaymentMethods The card at each provider, instead of `payment_method`; each entry is
+// optional, and a provider whose entry is missing is never tried. The
+// payment runs at the first of the account's providers (in the order
+// they were added) whose entry is here and whose other needs are met
+// (Mercado Pago needs `billing_details.email`); when none can be
+// tried, the create is `400 invalid_request` naming what is missing
+// and nothing is reserved. Part of the fingerprint.
+type PaymentMethods struct {
+	// Mercadopago A card tokenized by Mercado Pago's own frontend library.
+	Mercadopago *MercadoPagoCard `json:"mercadopago,omitempty"`
+
+	// Stripe A Stripe payment-method token (`pm_…`).
+	//
+	// Example: pm_card_visa
+	Stripe *string `json:"stripe,omitempty"`
+}
 
 // PaymentStatus `processing` (the call is in flight), `unknown` (outcome not known;
 // the reconciler owns it), `requires_action` (the customer must act:

@@ -74,6 +74,10 @@ type Options struct {
 	// simulator's own key retention, as in production.
 	KeyRetention time.Duration
 	SearchGrace  time.Duration
+	// MercadoPagoKeyRetention is MERCADOPAGO_KEY_RETENTION (0: Mercado
+	// Pago's keys are only looked up, never re-sent) and, when set, the
+	// simulated Mercado Pago's own retention.
+	MercadoPagoKeyRetention time.Duration
 	// WrapProvider, when set, wraps every instance's provider adapter, so a
 	// test can watch the calls the service makes.
 	WrapProvider func(provider.Provider) provider.Provider
@@ -145,6 +149,9 @@ func New(t testing.TB, opts Options) *Env {
 	t.Cleanup(db.Close)
 	e.DB = db
 	e.Sim = providersim.New(providersim.Options{Now: e.Clock.Now, KeyRetention: opts.KeyRetention})
+	if opts.MercadoPagoKeyRetention > 0 {
+		e.Sim.SetMPKeyRetention(opts.MercadoPagoKeyRetention)
+	}
 	simSrv := httptest.NewServer(e.Sim)
 	t.Cleanup(simSrv.Close)
 	t.Cleanup(e.Sim.ClearFaults)
@@ -200,7 +207,8 @@ func (e *Env) instanceConfig() app.Config {
 		WebhookAllowPrivate: e.Opts.WebhookAllowPrivate,
 		ProviderTimeout:     e.Opts.ProviderTimeout, InProgressLease: e.Opts.Lease,
 		ProviderKeyRetention: e.Opts.KeyRetention, ProviderSearchGrace: e.Opts.SearchGrace,
-		Logger: e.Logger(), Now: e.Clock.Now,
+		MercadoPagoKeyRetention: e.Opts.MercadoPagoKeyRetention,
+		Logger:                  e.Logger(), Now: e.Clock.Now,
 		WrapProvider: e.Opts.WrapProvider, WrapStore: e.Opts.WrapStore,
 	}
 	if e.URL == "" {

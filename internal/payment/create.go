@@ -52,9 +52,10 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 	p := &Payment{
 		ID: at.PaymentID, AccountID: c.acct.ID, OrderID: req.OrderID, Attempt: n,
 		Amount: req.Amount, Currency: req.Currency, CaptureMethod: req.CaptureMethod,
-		PaymentMethod: req.PaymentMethod, CustomerID: req.CustomerID,
+		PaymentMethod: req.Method(), CustomerID: req.CustomerID,
 		Description: req.Description, Metadata: req.Metadata,
-		Options: MethodOptions{ReturnURL: req.ReturnURL, ExpiresIn: req.ExpiresIn, BillingDetails: req.BillingDetails},
+		Options: MethodOptions{ReturnURL: req.ReturnURL, ExpiresIn: req.ExpiresIn, BillingDetails: req.BillingDetails,
+			Methods: req.PaymentMethods},
 		Status:  StatusProcessing, Provider: c.provider, CreatedAt: at.Now, UpdatedAt: at.Now,
 	}
 	// The partial unique index on live payments refuses a second live
@@ -76,31 +77,61 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 }
 
 // createProvider picks the provider a create runs at, until routing
-// (CONTRACT §15): a card token (any payment_method but pix and boleto) is
-// Stripe's; anything else goes to the account's first provider, Stripe when
-// it names none. A provider that lacks what it needs is an invalid
-// request, before anything is reserved.
+// (CONTRACT §15): pix and boleto go to the account's first provider, a
+// bare card token to Stripe, and payment_methods to the first of the
+// account's providers the request names a card for. A provider that lacks
+// what it needs is never tried; when none can be, the create is an
+// invalid request naming what is missing, before anything is reserved.
 func (s *Service) createProvider(acct Account, req CreateRequest) (string, error) {
-	name := ProviderStripe
-	if (req.PaymentMethod == MethodPix || req.PaymentMethod == MethodBoleto) && len(acct.Providers) > 0 {
-		name = acct.Providers[0]
+	var candidates []string
+	switch {
+	case req.PaymentMethods != nil:
+		candidates = acct.Providers
+	case req.PaymentMethod == MethodPix || req.PaymentMethod == MethodBoleto:
+		candidates = acct.Providers[:min(1, len(acct.Providers))]
+	case len(acct.Providers) > 0:
+		if _, ok := acct.CredentialsFor(ProviderStripe); !ok {
+			// Sent on, a card token would fail at Stripe for want of a key.
+			return "", Errorf(CodeInvalidRequest, "the account has no Stripe credentials: a card token (any payment_method but pix and boleto) is Stripe's")
+		}
 	}
-	if _, ok := acct.CredentialsFor(name); !ok && name == ProviderStripe && len(acct.Providers) > 0 {
-		// A Mercado Pago-only account: sent on, a card token would fail at
-		// Stripe for want of a key. Refused before anything is reserved.
-		return "", Errorf(CodeInvalidRequest, "the account has no Stripe credentials: a card token (any payment_method but pix and boleto) is Stripe's")
+	if len(candidates) == 0 {
+		// An account from before several providers: Stripe alone.
+		candidates = []string{ProviderStripe}
 	}
-	if name == ProviderStripe {
-		return name, nil
+	var missing []FieldError
+	for _, name := range candidates {
+		fe, err := s.lacks(acct, name, req)
+		if err != nil {
+			return "", err
+		}
+		if len(fe) == 0 {
+			return name, nil
+		}
+		missing = append(missing, fe...)
 	}
+	return "", &Error{Code: CodeInvalidRequest, Message: "no provider of the account can take this payment", Fields: missing}
+}
+
+// lacks reports what a provider needs that the request does not carry,
+// and an error when the account cannot pay there at all.
+func (s *Service) lacks(acct Account, name string, req CreateRequest) ([]FieldError, error) {
 	if _, err := s.ProviderFor(acct, name); err != nil {
-		return "", Errorf(CodeInvalidRequest, "the account cannot take payments at %s: no credentials there", name)
+		return nil, Errorf(CodeInvalidRequest, "the account cannot take payments at %s: no credentials there", name)
+	}
+	var fe []FieldError
+	if m := req.PaymentMethods; m != nil {
+		switch {
+		case name == ProviderStripe && m.Stripe == "":
+			fe = append(fe, FieldError{Field: "payment_methods.stripe", Message: "is required to pay at stripe"})
+		case name == ProviderMercadoPago && m.MercadoPago == nil:
+			fe = append(fe, FieldError{Field: "payment_methods.mercadopago", Message: "is required to pay at mercadopago"})
+		}
 	}
 	if name == ProviderMercadoPago && (req.BillingDetails == nil || req.BillingDetails.Email == "") {
-		return "", &Error{Code: CodeInvalidRequest, Message: "the request has invalid fields",
-			Fields: []FieldError{{Field: "billing_details.email", Message: "is required for Mercado Pago"}}}
+		fe = append(fe, FieldError{Field: "billing_details.email", Message: "is required for Mercado Pago"})
 	}
-	return name, nil
+	return fe, nil
 }
 
 // LiveOrderError names the payment that keeps an order from a second one.
@@ -132,9 +163,10 @@ func (s *Service) newAuthorizeAttempt(p *Payment, id string, n int, now time.Tim
 	// The service's own keys win over the client's: the reconciler finds the
 	// payment at the provider by payment_id.
 	md["payment_id"], md["order_id"], md["attempt"] = p.ID, p.OrderID, fmt.Sprint(n)
+	token, mp := cardFor(p, p.Provider)
 	req, err := json.Marshal(provider.AuthorizeRequest{
 		IdempotencyKey: key, Amount: p.Amount, Currency: p.Currency,
-		PaymentMethod: p.PaymentMethod, CaptureMethod: p.CaptureMethod,
+		PaymentMethod: token, MercadoPago: mp, CaptureMethod: p.CaptureMethod,
 		CustomerID: p.CustomerID, Description: p.Description, Metadata: md,
 		ReturnURL: p.Options.ReturnURL, ExpiresIn: p.Options.ExpiresIn, BillingDetails: p.Options.BillingDetails,
 	})

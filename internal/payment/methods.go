@@ -43,6 +43,9 @@ type MethodOptions struct {
 	ReturnURL      string          `json:"return_url,omitempty"`
 	ExpiresIn      int64           `json:"expires_in,omitempty"`
 	BillingDetails *BillingDetails `json:"billing_details,omitempty"`
+	// Methods is the create's payment_methods: each attempt takes its
+	// provider's entry.
+	Methods *PaymentMethods `json:"payment_methods,omitempty"`
 }
 
 type billingBody struct {

@@ -85,6 +85,7 @@ func FuzzParseCreateRequest(f *testing.F) {
 		`{"order_id":"pedido-842","amount":2000,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual","customer_id":"cus_1","description":"x","metadata":{"k":"v"}}`,
 		`{"order_id":"o","amount":2e3,"currency":"brl","payment_method":"pm_card_visa"}`,
 		`{"order_id":"o","amount":"1","currency":"BRL","payment_method":"4242424242424242"}`,
+		`{"order_id":"o","amount":1,"currency":"BRL","payment_methods":{"stripe":"pm_card_visa","mercadopago":{"token":"tok_APRO","payment_method_id":"visa"}}}`,
 		`{"amount":-1}`, `[]`, `null`, `{"metadata":{"a":null}}`, `{"order_id":"\u0000"}`,
 	} {
 		f.Add([]byte(s))

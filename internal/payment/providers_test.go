@@ -103,13 +103,17 @@ func TestCallProviderRefundNotFoundByProvider(t *testing.T) {
 	}
 }
 
-// A create runs at the account's first provider, a card token at Stripe;
-// Mercado Pago without the payer's email is an invalid request.
+// A create runs at the account's first provider, a card token at Stripe,
+// payment_methods at the first provider it names a card for; Mercado Pago
+// without the payer's email is never tried, and when nothing can be tried
+// the create is an invalid request.
 func TestCreateProvider(t *testing.T) {
 	t.Parallel()
 	s := mpService(t, &profiled{profile: provider.StripeProfile(provider.StripeKeyRetention, time.Minute)},
 		&byAttempt{profiled: profiled{profile: provider.MercadoPagoProfile(0, time.Minute)}}, time.Now())
 	email := &BillingDetails{Email: "a@example.com"}
+	mpCard := &provider.MercadoPagoCard{Token: "tok_APRO", PaymentMethodID: "visa", Installments: 1}
+	both := &PaymentMethods{Stripe: "pm_card_visa", MercadoPago: mpCard}
 	for _, tc := range []struct {
 		name    string
 		acct    Account
@@ -123,6 +127,15 @@ func TestCreateProvider(t *testing.T) {
 		{"a card token is stripe's", mpAccount, CreateRequest{PaymentMethod: "pm_card_visa"}, ProviderStripe, ""},
 		{"no email", mpAccount, CreateRequest{PaymentMethod: MethodPix}, "", "billing_details.email"},
 		{"no credentials", Account{ID: "a", Providers: []string{ProviderMercadoPago}}, CreateRequest{PaymentMethod: MethodPix, BillingDetails: email}, "", "no credentials"},
+		{"payment_methods: the first provider named", mpAccount, CreateRequest{PaymentMethods: both, BillingDetails: email}, ProviderMercadoPago, ""},
+		{"payment_methods: mercadopago lacks the email", mpAccount, CreateRequest{PaymentMethods: both}, ProviderStripe, ""},
+		{"payment_methods: stripe only", mpAccount, CreateRequest{PaymentMethods: &PaymentMethods{Stripe: "pm_card_visa"}, BillingDetails: email}, ProviderStripe, ""},
+		{"payment_methods: mercadopago only", mpAccount, CreateRequest{PaymentMethods: &PaymentMethods{MercadoPago: mpCard}, BillingDetails: email}, ProviderMercadoPago, ""},
+		{"payment_methods: nothing to try", mpAccount, CreateRequest{PaymentMethods: &PaymentMethods{MercadoPago: mpCard}}, "", "billing_details.email"},
+		{"payment_methods: stripe's entry on an account without stripe", Account{ID: "a", Providers: []string{ProviderMercadoPago},
+			ProviderCredentials: map[string]provider.Credentials{ProviderMercadoPago: {SecretKey: "TEST-1"}}},
+			CreateRequest{PaymentMethods: &PaymentMethods{Stripe: "pm_card_visa"}, BillingDetails: email}, "", "payment_methods.mercadopago"},
+		{"payment_methods: an account from before several providers", Account{ID: "a"}, CreateRequest{PaymentMethods: both}, ProviderStripe, ""},
 		{"a card token without stripe", Account{ID: "a", Providers: []string{ProviderMercadoPago},
 			ProviderCredentials: map[string]provider.Credentials{ProviderMercadoPago: {SecretKey: "TEST-1"}}},
 			CreateRequest{PaymentMethod: "pm_card_visa"}, "", "no Stripe credentials"},

@@ -27,14 +27,17 @@ const (
 // case. Its JSON encoding is canonical (fixed field order, sorted map keys)
 // and is what the fingerprint hashes.
 type CreateRequest struct {
-	OrderID       string            `json:"order_id"`
-	Amount        int64             `json:"amount"`
-	Currency      string            `json:"currency"`
-	PaymentMethod string            `json:"payment_method"`
-	CaptureMethod string            `json:"capture_method"`
-	CustomerID    string            `json:"customer_id,omitempty"`
-	Description   string            `json:"description,omitempty"`
-	Metadata      map[string]string `json:"metadata"`
+	OrderID       string `json:"order_id"`
+	Amount        int64  `json:"amount"`
+	Currency      string `json:"currency"`
+	PaymentMethod string `json:"payment_method,omitempty"`
+	// PaymentMethods, instead of PaymentMethod, names the card at each
+	// provider (CONTRACT §15); PaymentMethod is then "".
+	PaymentMethods *PaymentMethods   `json:"payment_methods,omitempty"`
+	CaptureMethod  string            `json:"capture_method"`
+	CustomerID     string            `json:"customer_id,omitempty"`
+	Description    string            `json:"description,omitempty"`
+	Metadata       map[string]string `json:"metadata"`
 	// Fields of payments that wait for the customer (CONTRACT §12); empty
 	// for a card payment, so its fingerprint is unchanged.
 	ReturnURL      string          `json:"return_url,omitempty"`
@@ -47,6 +50,7 @@ type createBody struct {
 	Amount         jsontext.Value     `json:"amount"`
 	Currency       *string            `json:"currency"`
 	PaymentMethod  *string            `json:"payment_method"`
+	PaymentMethods *methodsBody       `json:"payment_methods"`
 	CaptureMethod  *string            `json:"capture_method"`
 	CustomerID     *string            `json:"customer_id"`
 	Description    *string            `json:"description"`
@@ -81,7 +85,8 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	return r, nil
 }
 
-// parseRequiredFields reads order_id, amount, currency and payment_method.
+// parseRequiredFields reads order_id, amount, currency and payment_method
+// (or payment_methods).
 func parseRequiredFields(b *createBody, r *CreateRequest, bad func(field, msg string)) {
 	switch {
 	case b.OrderID == nil:
@@ -112,6 +117,10 @@ func parseRequiredFields(b *createBody, r *CreateRequest, bad func(field, msg st
 	}
 
 	switch {
+	case b.PaymentMethod != nil && b.PaymentMethods != nil:
+		bad("payment_methods", "send either payment_method or payment_methods, not both")
+	case b.PaymentMethods != nil:
+		r.PaymentMethods = parsePaymentMethods(b.PaymentMethods, bad)
 	case b.PaymentMethod == nil:
 		bad("payment_method", "is required")
 	case ContainsCardNumber(*b.PaymentMethod):
