@@ -56,7 +56,7 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 		Description: req.Description, Metadata: req.Metadata,
 		Options: MethodOptions{ReturnURL: req.ReturnURL, ExpiresIn: req.ExpiresIn, BillingDetails: req.BillingDetails,
 			Methods: req.PaymentMethods},
-		Status:  StatusProcessing, Provider: c.provider, CreatedAt: at.Now, UpdatedAt: at.Now,
+		Status: StatusProcessing, Provider: c.provider, CreatedAt: at.Now, UpdatedAt: at.Now,
 	}
 	// The partial unique index on live payments refuses a second live
 	// payment for the order, even from another key.
