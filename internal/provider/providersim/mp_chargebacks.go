@@ -81,6 +81,22 @@ func (s *Server) MPDashboardRefund(id, amount int64) (MPPayment, error) {
 	})
 }
 
+// MPPayBehind approves a cancelled or rejected payment in full, as if the
+// customer had paid after the service gave up on it: the worst case the
+// audit looks for. It sends payment.updated.
+func (s *Server) MPPayBehind(id int64) (MPPayment, error) {
+	return s.mpTransition(id, func(a *account, p *mpPayment, now time.Time) error {
+		if p.Status != "cancelled" && p.Status != "rejected" {
+			return mpUnexpected(p, "paid behind the service's back")
+		}
+		delete(a.mpAccount().waiting, p.ID)
+		p.Status, p.StatusDetail, p.Captured, p.approved, p.updated = "approved", "accredited", true, now, now
+		a.stats.Authorizations++
+		s.mpNotify(a, p, "payment.updated", now)
+		return nil
+	})
+}
+
 // MPOpenChargeback opens a chargeback of amount (0: the whole payment) on
 // an approved payment: the payment becomes charged_back/in_process, and a
 // chargebacks notification and the payment's payment.updated are sent.
@@ -169,11 +185,15 @@ func (s *Server) mpGetChargeback(a *account, c *call) result {
 // mpChargebackRoutes mounts the controls of things done outside the API:
 //
 //	POST /_sim/mp/payments/{id}/dashboard-refund {"amount"}: a refund made in the dashboard
+//	POST /_sim/mp/payments/{id}/pay-behind       approve a cancelled or rejected payment
 //	POST /_sim/mp/payments/{id}/chargeback       {"amount","reason"} -> chargeback
 //	POST /_sim/mp/chargebacks/{id}/decide        {"status":"won"|"lost"}
 func (s *Server) mpChargebackRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /_sim/mp/payments/{id}/dashboard-refund", s.mpAmountControl(func(id int64, in amountJSON) (any, error) {
 		return s.MPDashboardRefund(id, in.Amount)
+	}))
+	m.HandleFunc("POST /_sim/mp/payments/{id}/pay-behind", s.mpAmountControl(func(id int64, _ amountJSON) (any, error) {
+		return s.MPPayBehind(id)
 	}))
 	m.HandleFunc("POST /_sim/mp/payments/{id}/chargeback", s.mpAmountControl(func(id int64, in amountJSON) (any, error) {
 		return s.MPOpenChargeback(id, in.Amount, in.Reason)

@@ -103,3 +103,21 @@ func mustMPID(t *testing.T, id string) int64 {
 }
 
 func mustFloat(t *testing.T, id string) float64 { return float64(mustMPID(t, id)) }
+
+// A cancelled payment paid behind the service's back is approved in full.
+func TestMPPayBehind(t *testing.T) {
+	e := start(t, Options{})
+	p := e.mp(t, "POST", "/v1/payments", mpToken, "k1", mpPix(10, "r")).want(t, http.StatusCreated)
+	if _, err := e.sim.MPPayBehind(mustMPID(t, p.id())); err == nil {
+		t.Fatal("a waiting Pix was paid behind")
+	}
+	e.mp(t, "PUT", "/v1/payments/"+p.id(), mpToken, "k2", map[string]any{"status": "cancelled"}).want(t, http.StatusOK)
+	res, err := e.http.Post(e.url+"/_sim/mp/payments/"+p.id()+"/pay-behind", "application/json", nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("pay-behind: %v %v", err, res)
+	}
+	res.Body.Close()
+	if g := e.mp(t, "GET", "/v1/payments/"+p.id(), mpToken, "", nil); g.state() != "approved/accredited" || g.body["captured"] != true {
+		t.Fatalf("paid behind: %s", g.raw)
+	}
+}
