@@ -22,9 +22,9 @@ const mpWebhookRefused = "the notification's x-signature could not be verified"
 // mercadoPagoWebhook takes a Mercado Pago notification with the rules of
 // stripeWebhook (400 and nothing stored unless verified, the account looked
 // up before the body is read, the body within the byte budget). The body
-// only names a payment: the payment is retrieved from Mercado Pago and
-// what the retrieved object shows is applied. A retrieve that fails is a
-// 503 with no receipt, so Mercado Pago delivers the notification again.
+// only names a payment or a chargeback: it is retrieved from Mercado Pago
+// and what the retrieved objects show is applied. A retrieve that fails is
+// a 503 with no receipt, so Mercado Pago delivers the notification again.
 func (s *Server) mercadoPagoWebhook(w http.ResponseWriter, r *http.Request) {
 	acct, err := s.accounts.Get(r.Context(), chi.URLParam(r, "account_id"))
 	if payment.ErrorCode(err) == payment.CodeNotFound || (err == nil && acct.MercadoPagoWebhookSecret == "") {
@@ -75,7 +75,7 @@ func (s *Server) mercadoPagoWebhook(w http.ResponseWriter, r *http.Request) {
 // own receipt. The notification's outcome is applied when any event was,
 // duplicate when all were, else the first other outcome.
 func (s *Server) receiveAll(ctx context.Context, m payment.Account, evs []provider.Event) (string, error) {
-	outcome := ""
+	outcome := inbound.Duplicate
 	for _, n := range evs {
 		o, err := s.inbound.Receive(ctx, m, n)
 		if err != nil {
@@ -85,7 +85,7 @@ func (s *Server) receiveAll(ctx context.Context, m payment.Account, evs []provid
 			slog.String("event_id", n.EventID), slog.String("type", n.Type), slog.String("outcome", o))
 		switch {
 		case outcome == inbound.Applied:
-		case o == inbound.Applied, outcome == "", outcome == inbound.Duplicate:
+		case o == inbound.Applied, outcome == inbound.Duplicate:
 			outcome = o
 		}
 	}
