@@ -102,6 +102,10 @@ func TestAdminAccountsPutProvider(t *testing.T) {
 	if body["id"] != id || !slices.Equal(anyStrings(body["providers"]), []string{"stripe", "mercadopago"}) {
 		t.Fatalf("after adding mercadopago: %s", put.Body)
 	}
+	// Stripe's webhook secret is not set; Mercado Pago's is.
+	if body["has_webhook_secret"] != true {
+		t.Fatalf("has_webhook_secret with Mercado Pago's webhook secret set: %s", put.Body)
+	}
 	m, err := e.Accounts.Merchant(context.Background(), id)
 	if err != nil || !slices.Equal(m.Providers, []string{"stripe", "mercadopago"}) {
 		t.Fatalf("merchant after adding mercadopago: %+v, %v", m.Providers, err)

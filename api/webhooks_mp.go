@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/acmepay/payments/internal/provider/mercadopago"
@@ -21,9 +22,9 @@ const mpWebhookRefused = "the notification's x-signature could not be verified"
 // mercadoPagoWebhook takes a Mercado Pago notification with the rules of
 // stripeWebhook (400 and nothing stored unless verified, the account looked
 // up before the body is read, the body within the byte budget). The body
-// only names a payment: the payment is retrieved from Mercado Pago and
-// what the retrieved object shows is applied. A retrieve that fails is a
-// 503 with no receipt, so Mercado Pago delivers the notification again.
+// only names a payment or a chargeback: it is retrieved from Mercado Pago
+// and what the retrieved objects show is applied. A retrieve that fails is
+// a 503 with no receipt, so Mercado Pago delivers the notification again.
 func (s *Server) mercadoPagoWebhook(w http.ResponseWriter, r *http.Request) {
 	acct, err := s.accounts.Get(r.Context(), chi.URLParam(r, "account_id"))
 	if payment.ErrorCode(err) == payment.CodeNotFound || (err == nil && acct.MercadoPagoWebhookSecret == "") {
@@ -47,26 +48,48 @@ func (s *Server) mercadoPagoWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, mpWebhookRefused))
 		return
 	}
-	n, err := s.mpEvent(r.Context(), acct.Merchant(), note, dataID, r.Header.Get("x-request-id"))
+	evs, err := s.mpEvents(r.Context(), acct.Merchant(), note, dataID, r.Header.Get("x-request-id"))
 	if err != nil {
-		s.log.WarnContext(r.Context(), "webhook payment retrieve failed", slog.String("account_id", acct.ID),
+		s.log.WarnContext(r.Context(), "webhook retrieve failed", slog.String("account_id", acct.ID),
 			slog.String("provider", "mercadopago"), slog.String("error", err.Error()))
-		s.writeError(w, r, payment.Errorf(payment.CodeUnavailable, "the payment could not be retrieved from Mercado Pago; retry later"))
+		s.writeError(w, r, payment.Errorf(payment.CodeUnavailable, "the notified object could not be retrieved from Mercado Pago; retry later"))
 		return
 	}
-	if !eventIsText(n) {
-		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "the event holds text that is not valid UTF-8 or has NUL characters"))
-		return
+	for _, n := range evs {
+		if !eventIsText(n) {
+			s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "the event holds text that is not valid UTF-8 or has NUL characters"))
+			return
+		}
 	}
-	outcome, err := s.inbound.Receive(r.Context(), acct.Merchant(), n)
+	outcome, err := s.receiveAll(r.Context(), acct.Merchant(), evs)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.metrics.Webhook(outcome)
-	s.log.InfoContext(r.Context(), "webhook", slog.String("account_id", acct.ID), slog.String("provider", "mercadopago"),
-		slog.String("event_id", n.EventID), slog.String("type", n.Type), slog.String("outcome", outcome))
 	writeJSON(w, http.StatusOK, map[string]any{"received": true, "outcome": outcome})
+}
+
+// receiveAll receives the events one notification stands for, in order
+// (the payment's state before its refunds and chargebacks), each with its
+// own receipt. The notification's outcome is applied when any event was,
+// duplicate when all were, else the first other outcome.
+func (s *Server) receiveAll(ctx context.Context, m payment.Account, evs []provider.Event) (string, error) {
+	outcome := inbound.Duplicate
+	for _, n := range evs {
+		o, err := s.inbound.Receive(ctx, m, n)
+		if err != nil {
+			return "", err
+		}
+		s.log.InfoContext(ctx, "webhook", slog.String("account_id", m.ID), slog.String("provider", "mercadopago"),
+			slog.String("event_id", n.EventID), slog.String("type", n.Type), slog.String("outcome", o))
+		switch {
+		case outcome == inbound.Applied:
+		case o == inbound.Applied, outcome == inbound.Duplicate:
+			outcome = o
+		}
+	}
+	return outcome, nil
 }
 
 // mpVerified reads the notification and checks its signature. data.id is
@@ -89,37 +112,25 @@ func mpVerified(r *http.Request, body []byte, acct account.Account) (mercadopago
 	return note, dataID, err == nil
 }
 
-// mpEvent builds the event a verified notification stands for. A payment
-// notification becomes the retrieved payment; any other topic is an
-// ignored receipt named by the delivery's x-request-id.
-//
-// A payment event's id is "mp:<data.id>:<retrieved state>": Mercado Pago
-// sends several notifications about one change (payment.created, then
-// payment.updated, and redeliveries with a fresh x-request-id each), and
-// all of them retrieve the same state, so they are one receipt; a later
-// status change retrieves another state and is applied.
-func (s *Server) mpEvent(ctx context.Context, m payment.Account, note mercadopago.Notification, dataID, requestID string) (provider.Event, error) {
-	if note.Type != "payment" {
-		return provider.Event{EventID: "mp:" + note.Type + ":" + requestID, Type: note.Type + "." + note.Action, Kind: provider.EventOther}, nil
+// mpEvents builds the events a verified notification stands for. A
+// payment or chargeback notification becomes what Mercado Pago shows of
+// the object when retrieved (mercadopago.NotifiedEvents: the event ids
+// name the retrieved state, so the several notifications Mercado Pago
+// sends about one change, and their redeliveries with a fresh
+// x-request-id each, are one receipt, and a later change is another);
+// any other topic is an ignored receipt named by the delivery's
+// x-request-id.
+func (s *Server) mpEvents(ctx context.Context, m payment.Account, note mercadopago.Notification, dataID, requestID string) ([]provider.Event, error) {
+	if !mercadopago.ReadsTopic(note.Type) {
+		return []provider.Event{{EventID: "mp:" + note.Type + ":" + requestID, Type: note.Type + "." + note.Action, Kind: provider.EventOther}}, nil
 	}
 	b, err := s.payments.ProviderFor(m, payment.ProviderMercadoPago)
 	if err != nil {
-		return provider.Event{}, err
+		return nil, err
 	}
-	in, err := b.Provider.RetrieveIntent(ctx, b.Credentials, dataID)
-	if errors.Is(err, provider.ErrNotFound) {
-		return provider.Event{EventID: "mp:" + dataID + ":not_found", Type: note.Action, Kind: provider.EventOther}, nil
+	nf, ok := b.Provider.(provider.Notified)
+	if !ok {
+		return nil, errors.New("the Mercado Pago provider cannot read notifications")
 	}
-	if err != nil {
-		return provider.Event{}, err
-	}
-	if note.Action == "" {
-		note.Action = note.Type
-	}
-	n := provider.Event{EventID: "mp:" + in.ID + ":" + string(in.State) + ":" + in.FailureCode, Type: note.Action, Kind: provider.EventIntent,
-		Intent: in, IntentID: in.ID}
-	if in.State == provider.IntentNeedsPaymentMethod && in.FailureCode != "" {
-		n.Kind, n.FailureCode, n.FailureMessage = provider.EventIntentFailed, in.FailureCode, in.FailureMessage
-	}
-	return n, nil
+	return nf.NotifiedEvents(ctx, b.Credentials, note.Type, note.Action, dataID)
 }

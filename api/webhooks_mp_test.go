@@ -69,7 +69,13 @@ func (w *mpWebhookEnv) post(body, requestID, sig string) *apitest.Response {
 // 200's outcome.
 func (w *mpWebhookEnv) deliver(t *testing.T, body, requestID string) string {
 	t.Helper()
-	r := w.post(body, requestID, mpSign(w.mpID, requestID, strconv.FormatInt(time.Now().Unix(), 10), w.secret))
+	return w.deliverAbout(t, body, w.mpID, requestID)
+}
+
+// deliverAbout is deliver for a notification whose data.id is dataID.
+func (w *mpWebhookEnv) deliverAbout(t *testing.T, body, dataID, requestID string) string {
+	t.Helper()
+	r := w.post(body, requestID, mpSign(dataID, requestID, strconv.FormatInt(time.Now().Unix(), 10), w.secret))
 	wantStatus(t, r, http.StatusOK)
 	outcome, _ := r.JSON(t)["outcome"].(string)
 	return outcome

@@ -908,7 +908,7 @@ type AccountSummary struct {
 	ApiKeyRotatedAt *time.Time `json:"api_key_rotated_at,omitempty"`
 	CreatedAt       time.Time  `json:"created_at"`
 
-	// HasWebhookSecret Whether the account has a Stripe webhook secret.
+	// HasWebhookSecret Whether the account has a webhook secret at one provider at least (Stripe's or Mercado Pago's), so that provider's webhooks are taken.
 	HasWebhookSecret bool   `json:"has_webhook_secret"`
 	Id               string `json:"id"`
 	Name             string `json:"name"`

@@ -286,6 +286,8 @@ func (s *Service) RotateAPIKey(ctx context.Context, id string, grace time.Durati
 }
 
 // Summary is an account without its secrets, for listings.
+// HasWebhookSecret says a webhook secret is set at one provider at least,
+// so that provider's webhooks are taken.
 type Summary struct {
 	ID                string     `json:"id"`
 	Name              string     `json:"name"`
@@ -313,7 +315,7 @@ func (s *Service) List(ctx context.Context) ([]Summary, error) {
 }
 
 func summarize(r Row, now time.Time) Summary {
-	sum := Summary{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), HasWebhookSecret: r.WebhookSecretEnc != nil,
+	sum := Summary{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), HasWebhookSecret: r.WebhookSecretEnc != nil || r.MercadoPagoWebhookSecretEnc != nil,
 		Providers: r.providers()}
 	if !r.APIKeyRotatedAt.IsZero() {
 		t := r.APIKeyRotatedAt.UTC()

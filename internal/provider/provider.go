@@ -300,6 +300,16 @@ type AttemptSearcher interface {
 	SearchIntentByAttempt(ctx context.Context, c Credentials, paymentID string, attempt int) (*Intent, error)
 }
 
+// Notified is a provider whose notifications name an object without
+// carrying its state (Mercado Pago's): the events a notification stands
+// for are read from the provider.
+type Notified interface {
+	// NotifiedEvents reads the object a notification of topic names and
+	// returns what it shows as events; an error when the provider could
+	// not be asked.
+	NotifiedEvents(ctx context.Context, c Credentials, topic, action, id string) ([]Event, error)
+}
+
 // EventKind is what a provider event is about, in the service's terms.
 type EventKind string
 

@@ -46,19 +46,9 @@ func paymentID(s string) (int, bool) {
 
 // RetrieveIntent fetches a payment by id (GET /v1/payments/{id}).
 func (p *Provider) RetrieveIntent(ctx context.Context, c provider.Credentials, id string) (*provider.Intent, error) {
-	if accessToken(c) == "" {
-		return nil, errNoToken
-	}
-	n, ok := paymentID(id)
-	if !ok {
-		return nil, provider.ErrNotFound
-	}
-	resp, err := p.sdk(accessToken(c)).payment.Get(ctx, n)
+	resp, err := p.retrieve(ctx, c, id)
 	if err != nil {
-		return nil, lookupErr("retrieve payment", err)
-	}
-	if resp == nil || resp.ID == 0 {
-		return nil, fmt.Errorf("mercadopago: retrieve payment: %w", errEmptyAnswer)
+		return nil, err
 	}
 	return toIntent(resp), nil
 }
@@ -146,15 +136,8 @@ func (p *Provider) ListDisputes(ctx context.Context, c provider.Credentials, int
 	if _, ok := paymentID(intentID); !ok {
 		return nil, provider.ErrNotFound
 	}
-	u := "https://" + sdkHost + "/v1/chargebacks/search?payment_id=" + url.QueryEscape(intentID)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+accessToken(c))
-	req.Header.Set("Accept", "application/json")
 	var page chargebackPage
-	if err := p.getJSON(req, &page); err != nil {
+	if err := p.getChargebackJSON(ctx, c, "/v1/chargebacks/search?payment_id="+url.QueryEscape(intentID), &page); err != nil {
 		return nil, lookupErr("search chargebacks", err)
 	}
 	out := make([]provider.Dispute, 0, len(page.Results))
@@ -191,13 +174,14 @@ type chargebackPage struct {
 // coverage_applied is null until it is decided: true in the seller's
 // favour, false against.
 type chargeback struct {
-	ID                    json.RawMessage `json:"id"` // a string or a number
-	Amount                float64         `json:"amount"`
-	Reason                string          `json:"reason"`
-	CoverageApplied       *bool           `json:"coverage_applied"`
-	DocumentationRequired bool            `json:"documentation_required"`
-	DocumentationStatus   string          `json:"documentation_status"`
-	DocumentationDeadline *time.Time      `json:"date_documentation_deadline"`
+	ID                    json.RawMessage   `json:"id"`       // a string or a number
+	Payments              []json.RawMessage `json:"payments"` // ids, numbers or strings
+	Amount                float64           `json:"amount"`
+	Reason                string            `json:"reason"`
+	CoverageApplied       *bool             `json:"coverage_applied"`
+	DocumentationRequired bool              `json:"documentation_required"`
+	DocumentationStatus   string            `json:"documentation_status"`
+	DocumentationDeadline *time.Time        `json:"date_documentation_deadline"`
 }
 
 func (cb chargeback) dispute(intentID string) provider.Dispute {

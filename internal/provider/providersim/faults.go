@@ -49,8 +49,8 @@ var faultBefore = map[FaultKind]bool{
 type Fault struct {
 	// Op is authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund,
 	// list_refunds or search, or for Mercado Pago mp_create, mp_retrieve,
-	// mp_update, mp_search, mp_refund, mp_list_refunds or
-	// mp_list_chargebacks; "" matches any.
+	// mp_update, mp_search, mp_refund, mp_list_refunds,
+	// mp_list_chargebacks or mp_get_chargeback; "" matches any.
 	Op string
 	// IdempotencyKey must equal the request's; "" matches any.
 	IdempotencyKey string

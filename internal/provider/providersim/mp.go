@@ -17,6 +17,7 @@ type mpSettings struct {
 	nextID    int64 // last payment id given
 	nextRef   int64 // last refund id given
 	nextNote  int64 // last notification id given
+	nextCB    int64 // last chargeback id given
 }
 
 func (m *mpSettings) init(opts Options) {
@@ -25,7 +26,7 @@ func (m *mpSettings) init(opts Options) {
 		m.retention = 24 * time.Hour
 	}
 	m.searchLag = max(opts.MPSearchLag, 0)
-	m.nextID, m.nextRef, m.nextNote = 1_300_000_000, 2_100_000_000, 9_000_000_000
+	m.nextID, m.nextRef, m.nextNote, m.nextCB = 1_300_000_000, 2_100_000_000, 9_000_000_000, 236_000_000_000
 }
 
 // mpAccount holds one access token's Mercado Pago payments.
@@ -33,6 +34,8 @@ type mpAccount struct {
 	payments map[int64]*mpPayment
 	order    []*mpPayment         // creation order
 	waiting  map[int64]*mpPayment // Pix and Boleto that can still expire
+	// chargebacks in creation order
+	chargebacks []*mpChargeback
 }
 
 // mpAccount returns the account's Mercado Pago state, creating it.
@@ -69,6 +72,7 @@ func (s *Server) mpRoutes(m *http.ServeMux) {
 	m.Handle("POST /v1/payments/{id}/refunds", s.mpEndpoint("mp_refund", (*Server).mpRefund))
 	m.Handle("GET /v1/payments/{id}/refunds", s.mpEndpoint("mp_list_refunds", (*Server).mpListRefunds))
 	m.Handle("GET /v1/chargebacks/search", s.mpEndpoint("mp_list_chargebacks", (*Server).mpChargebacks))
+	m.Handle("GET /v1/chargebacks/{id}", s.mpEndpoint("mp_get_chargeback", (*Server).mpGetChargeback))
 	s.mpControlRoutes(m)
 }
 

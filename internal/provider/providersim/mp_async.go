@@ -145,7 +145,7 @@ func (s *Server) MPPayments(accessToken string) []MPPayment {
 //	POST /_sim/mp/payments/{id}/expire     expire a Pix or Boleto now
 //	POST /_sim/mp/settings                 {"key_retention":"1h","search_lag":"30s"} (each optional)
 //
-// and the pages a customer visits: GET/POST /_sim/mp/3ds/{id},
+// the changes made outside the API (mpChargebackRoutes), and the pages a customer visits: GET/POST /_sim/mp/3ds/{id},
 // GET/POST /_sim/mp/pix/{id}, GET /_sim/mp/boleto/{id}.
 func (s *Server) mpControlRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /_sim/mp/payments", func(w http.ResponseWriter, r *http.Request) {
@@ -155,6 +155,7 @@ func (s *Server) mpControlRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /_sim/mp/payments/{id}/fail", s.mpControl(s.MPFail))
 	m.HandleFunc("POST /_sim/mp/payments/{id}/expire", s.mpControl(s.MPExpire))
 	m.HandleFunc("POST /_sim/mp/settings", s.mpSettingsControl)
+	s.mpChargebackRoutes(m)
 	m.HandleFunc("GET /_sim/mp/3ds/{id}", s.mpPage("credit_card", mpChallengePage))
 	m.HandleFunc("POST /_sim/mp/3ds/{id}", s.mpPageAction("credit_card"))
 	m.HandleFunc("GET /_sim/mp/pix/{id}", s.mpPage("bank_transfer", mpPixPage))

@@ -16,16 +16,28 @@ import (
 // it for the endpoint registered for the access token
 // (RegisterWebhookEndpoint). Requires s.mu.
 func (s *Server) mpNotify(a *account, p *mpPayment, action string, now time.Time) {
+	s.mpNotifyTopic(a, p, mpTopicPayment, action, strconv.FormatInt(p.ID, 10), now)
+}
+
+// Notification topics: a payment's, and a chargeback's (data.id is then
+// the chargeback's id).
+const (
+	mpTopicPayment     = "payment"
+	mpTopicChargebacks = "topic_chargebacks_wh"
+)
+
+// mpNotifyTopic records and queues a notification of a topic about the
+// object dataID, which concerns payment p. Requires s.mu.
+func (s *Server) mpNotifyTopic(a *account, p *mpPayment, topic, action, dataID string, now time.Time) {
 	s.mp.nextNote++
-	id := strconv.FormatInt(p.ID, 10)
-	body := map[string]any{"id": s.mp.nextNote, "live_mode": false, "type": "payment", "date_created": mpTime(now),
-		"user_id": mpUserID(a.key), "api_version": "v1", "action": action, "data": map[string]string{"id": id}}
+	body := map[string]any{"id": s.mp.nextNote, "live_mode": false, "type": topic, "date_created": mpTime(now),
+		"user_id": mpUserID(a.key), "api_version": "v1", "action": action, "data": map[string]string{"id": dataID}}
 	payload, err := json.Marshal(body)
 	if err != nil {
 		panic(err) // only our own types are marshalled
 	}
-	ev := &Event{ID: strconv.FormatInt(s.mp.nextNote, 10), Type: action, IntentID: id, IntentStatus: p.Status,
-		Created: now, Payload: payload, mpDataID: id}
+	ev := &Event{ID: strconv.FormatInt(s.mp.nextNote, 10), Type: action, IntentID: strconv.FormatInt(p.ID, 10), IntentStatus: p.Status,
+		Created: now, Payload: payload, mpDataID: dataID, mpTopic: topic}
 	a.events = append(a.events, *ev)
 	if ep, ok := s.hooks.endpoints[a.key]; ok {
 		s.enqueue(outgoing{ev, ep})
@@ -62,14 +74,14 @@ func (s *Server) mpDeliver(o outgoing) Delivery {
 	if strings.Contains(o.ep.url, "?") {
 		sep = "&"
 	}
-	req, err := http.NewRequest(http.MethodPost, o.ep.url+sep+"data.id="+o.ev.mpDataID+"&type=payment", strings.NewReader(string(o.ev.Payload)))
+	req, err := http.NewRequest(http.MethodPost, o.ep.url+sep+"data.id="+o.ev.mpDataID+"&type="+o.ev.mpTopic, strings.NewReader(string(o.ev.Payload)))
 	if err != nil {
 		d.Error = err.Error()
 		return d
 	}
 	requestID := newUUID()
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "MercadoPago WebHook v1.0 payment")
+	req.Header.Set("User-Agent", "MercadoPago WebHook v1.0 "+o.ev.mpTopic)
 	req.Header.Set("x-request-id", requestID)
 	req.Header.Set("x-signature", MPSignature(o.ev.mpDataID, requestID, o.ep.secret, now))
 	res, err := s.opts.WebhookClient.Do(req)

@@ -251,10 +251,3 @@ func decodeBody(c *call, v any) *result {
 	}
 	return nil
 }
-
-// mpChargebacks serves GET /v1/chargebacks/search: the simulator makes no
-// chargebacks, so every page is empty.
-func (s *Server) mpChargebacks(_ *account, c *call) result {
-	return okResult(map[string]any{"paging": map[string]int{"total": 0, "limit": 30, "offset": 0},
-		"results": []any{}})
-}

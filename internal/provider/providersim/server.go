@@ -92,8 +92,9 @@
 // PUT /v1/payments/{id} (PUT takes {"capture":true} with an optional
 // transaction_amount, or {"status":"cancelled"}), GET
 // /v1/payments/search, POST and GET /v1/payments/{id}/refunds, and GET
-// /v1/chargebacks/search (always empty: the simulator makes no
-// chargebacks). Bodies
+// /v1/chargebacks/search?payment_id= and /v1/chargebacks/{id} (chargebacks
+// are made only by MPOpenChargeback, and refunds outside the API by
+// MPDashboardRefund). Bodies
 // are JSON, ids are numbers, errors are {"message","error","status","cause"}.
 // Any Bearer token starting with TEST- or APP_USR- is an account of its own
 // (RevokeSecret makes it answer 401; ForbidSecret does not apply). Card

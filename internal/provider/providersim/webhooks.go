@@ -29,6 +29,7 @@ type Event struct {
 	Created      time.Time `json:"created"`
 	Payload      []byte    `json:"-"`
 	mpDataID     string    // a Mercado Pago notification's data.id
+	mpTopic      string    // and its type
 }
 
 // Delivery is one attempt to POST an event to a webhook endpoint.
