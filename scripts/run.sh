@@ -46,7 +46,7 @@ try_flows() {
 FLOWS
 }
 
-# try_mercadopago ADDR API_KEY SIM: how to try a Pix on Mercado Pago with
+# try_mercadopago ADDR API_KEY SIM: how to try a Pix and a card on Mercado Pago with
 # the demo account whose only provider is Mercado Pago (an account's first
 # provider takes its Pix and Boleto; Mercado Pago needs the payer's email).
 try_mercadopago() {
@@ -62,6 +62,13 @@ try_mercadopago() {
   next_action.pix_display_qr_code.hosted_instructions_url is the simulator's Pix page: pay it there, or
   with ID the answer's provider_payment_id (Mercado Pago's payment number):
     curl -sS -X POST $3/_sim/mp/payments/ID/pay   # or …/fail, …/expire
+  A card on Mercado Pago names its Mercado Pago token in payment_methods (test tokens: tok_APRO approves,
+  tok_OTHE declines, tok_3DS_APRO asks for 3-D Secure; "capture_method":"manual" holds it for a capture):
+    curl -sS -X POST http://$1/v1/payments \\
+      -H 'Authorization: Bearer $2' \\
+      -H 'Content-Type: application/json' \\
+      -H "Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)" \\
+      -d '{$order,"payment_methods":{"mercadopago":{"token":"tok_APRO","payment_method_id":"visa","installments":1}},"billing_details":{"name":"Maria Silva","email":"maria@example.com","tax_id":"529.982.247-25","address":{"line1":"Rua Augusta 100","city":"São Paulo","state":"SP","postal_code":"01305-000","country":"BR"}}}'
 MP
 }
 
