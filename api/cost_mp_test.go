@@ -13,16 +13,22 @@ import (
 func TestCostMercadoPago(t *testing.T) {
 	t.Parallel()
 	s := newMPShop(t, true)
-	warm := costOf(s.Env, func() { wantStatus(t, s.create("k-cost-mp-0", mpCardBody("pedido-cost-mp-0", "tok_APRO", "automatic")), http.StatusCreated) })
+	warm := costOf(s.Env, func() {
+		wantStatus(t, s.create("k-cost-mp-0", mpCardBody("pedido-cost-mp-0", "tok_APRO", "automatic")), http.StatusCreated)
+	})
 	calls := s.PaymentCalls()
-	c := costOf(s.Env, func() { wantStatus(t, s.create("k-cost-mp", mpCardBody("pedido-cost-mp", "tok_APRO", "automatic")), http.StatusCreated) })
+	c := costOf(s.Env, func() {
+		wantStatus(t, s.create("k-cost-mp", mpCardBody("pedido-cost-mp", "tok_APRO", "automatic")), http.StatusCreated)
+	})
 	if c.txs != 2 || c.roundTrips > createRoundTrips {
 		t.Errorf("a Mercado Pago card create: %v, want 2 transactions and at most %d round trips", c, createRoundTrips)
 	}
 	if n := s.PaymentCalls() - calls; n != 1 {
 		t.Errorf("a Mercado Pago card create made %d provider calls, want 1", n)
 	}
-	replay := costOf(s.Env, func() { wantStatus(t, s.create("k-cost-mp", mpCardBody("pedido-cost-mp", "tok_APRO", "automatic")), http.StatusCreated) })
+	replay := costOf(s.Env, func() {
+		wantStatus(t, s.create("k-cost-mp", mpCardBody("pedido-cost-mp", "tok_APRO", "automatic")), http.StatusCreated)
+	})
 	if replay.txs != 0 || replay.statements != 1 || replay.roundTrips > replayRoundTrips || s.PaymentCalls()-calls != 1 {
 		t.Errorf("a Mercado Pago replay: %v, want 0 transactions, 1 statement, no provider call", replay)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/logging"
+	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
 )
 
@@ -73,8 +74,12 @@ type config struct {
 	DBIdleInTransactionTimeout time.Duration
 	// Bounds of every HTTP connection, so slow or idle clients cannot hold
 	// connections for ever.
-	HTTPReadTimeout    time.Duration
-	HTTPWriteTimeout   time.Duration
+	HTTPReadTimeout  time.Duration
+	HTTPWriteTimeout time.Duration
+	// CircuitFailures and CircuitCooldown are PROVIDER_CIRCUIT_FAILURES
+	// and PROVIDER_CIRCUIT_COOLDOWN.
+	CircuitFailures    int
+	CircuitCooldown    time.Duration
 	HTTPIdleTimeout    time.Duration
 	HTTPMaxHeaderBytes int
 	LogLevel           slog.Level
@@ -181,6 +186,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"HTTP_READ_TIMEOUT", &c.HTTPReadTimeout, 15 * time.Second},
 		{"HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout, 60 * time.Second},
 		{"HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout, 120 * time.Second},
+		{"PROVIDER_CIRCUIT_COOLDOWN", &c.CircuitCooldown, payment.DefaultCircuitCooldown},
 	} {
 		*d.dst = d.def
 		v := getenv(d.name)
@@ -195,6 +201,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.ReconcileMaxBackoff < c.ReconcileAfter {
 		return c, fmt.Errorf("RECONCILE_MAX_BACKOFF (%s) must not be shorter than RECONCILE_AFTER (%s)", c.ReconcileMaxBackoff, c.ReconcileAfter)
+	}
+	c.CircuitFailures = payment.DefaultCircuitFailures
+	if v := getenv("PROVIDER_CIRCUIT_FAILURES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return c, fmt.Errorf("PROVIDER_CIRCUIT_FAILURES must be a whole number from 1 to 1000, not %q", v)
+		}
+		c.CircuitFailures = n
 	}
 	c.AuditRate = defaultAuditRate
 	if v := getenv("AUDIT_RATE"); v != "" {

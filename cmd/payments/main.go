@@ -92,6 +92,7 @@ func (c config) appConfig(log *slog.Logger) app.Config {
 		StripeAPIBase: c.StripeAPIBase, ProviderRetries: app.DefaultProviderRetries,
 		EncryptionKey: c.EncryptionKey, EncryptionKeyPrevious: c.EncryptionKeyPrevious,
 		ProviderTimeout: c.ProviderTimeout, InProgressLease: c.InProgressLease,
+		CreateBudget: c.HTTPWriteTimeout, CircuitFailures: c.CircuitFailures, CircuitCooldown: c.CircuitCooldown,
 		ProviderKeyRetention: c.ProviderKeyRetention, ProviderSearchGrace: c.ProviderSearchGrace,
 		MercadoPagoKeyRetention: c.MercadoPagoKeyRetention, MercadoPagoAPIBase: c.MercadoPagoAPIBase, MercadoPagoSearchGrace: c.MercadoPagoSearchGrace,
 		ReconcileInterval: c.ReconcileInterval, ReconcileAfter: c.ReconcileAfter,

@@ -78,6 +78,8 @@ type Options struct {
 	// Pago's keys are only looked up, never re-sent) and, when set, the
 	// simulated Mercado Pago's own retention.
 	MercadoPagoKeyRetention time.Duration
+	// CircuitFailures is PROVIDER_CIRCUIT_FAILURES (default 5).
+	CircuitFailures int
 	// WrapProvider, when set, wraps every instance's provider adapter, so a
 	// test can watch the calls the service makes.
 	WrapProvider func(provider.Provider) provider.Provider
@@ -207,8 +209,8 @@ func (e *Env) instanceConfig() app.Config {
 		WebhookAllowPrivate: e.Opts.WebhookAllowPrivate,
 		ProviderTimeout:     e.Opts.ProviderTimeout, InProgressLease: e.Opts.Lease,
 		ProviderKeyRetention: e.Opts.KeyRetention, ProviderSearchGrace: e.Opts.SearchGrace,
-		MercadoPagoKeyRetention: e.Opts.MercadoPagoKeyRetention,
-		Logger:                  e.Logger(), Now: e.Clock.Now,
+		MercadoPagoKeyRetention: e.Opts.MercadoPagoKeyRetention, CircuitFailures: e.Opts.CircuitFailures,
+		Logger: e.Logger(), Now: e.Clock.Now,
 		WrapProvider: e.Opts.WrapProvider, WrapStore: e.Opts.WrapStore,
 	}
 	if e.URL == "" {

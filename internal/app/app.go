@@ -51,8 +51,13 @@ type Config struct {
 	EncryptionKey         []byte
 	EncryptionKeyPrevious []byte
 
-	ProviderTimeout      time.Duration
-	InProgressLease      time.Duration
+	ProviderTimeout time.Duration
+	InProgressLease time.Duration
+	// CreateBudget (HTTP_WRITE_TIMEOUT) bounds a create's failovers;
+	// CircuitFailures and CircuitCooldown set each provider's circuit.
+	CreateBudget         time.Duration
+	CircuitFailures      int
+	CircuitCooldown      time.Duration
 	ProviderKeyRetention time.Duration
 	ProviderSearchGrace  time.Duration
 	// MercadoPagoKeyRetention and MercadoPagoSearchGrace make Mercado
@@ -268,6 +273,7 @@ func newPayments(cfg Config, provs map[string]provider.Provider, pstore payment.
 	return payment.NewService(payment.Config{
 		Store: pstore, Providers: provs, Logger: cfg.Logger, Metrics: m, Now: cfg.Now, NewID: cfg.NewID,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
+		CreateBudget: cfg.CreateBudget, CircuitFailures: cfg.CircuitFailures, CircuitCooldown: cfg.CircuitCooldown,
 	})
 }
 

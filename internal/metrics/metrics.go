@@ -42,6 +42,7 @@ type Metrics struct {
 	webhooks    *prometheus.CounterVec
 	deliveries  *prometheus.CounterVec
 	db          *databaseGauges
+	circuits    *prometheus.GaugeVec
 }
 
 var _ payment.Metrics = (*Metrics)(nil)
@@ -100,6 +101,8 @@ func New(statuses StatusCounter, backlog Backlog, lag FeedLag) *Metrics {
 	m.Registry.MustRegister(m.requests, m.latency, m.idem, m.provCalls, m.provLatency, m.transitions,
 		m.reconRuns, m.reconSeen, m.reconLeft, m.reconAlert, m.reconDone, m.webhooks, m.deliveries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.circuits = newCircuitGauge()
+	m.Registry.MustRegister(m.circuits)
 	m.initKnownSeries()
 	m.db = newDatabaseGauges(statuses, backlog, lag)
 	m.Registry.MustRegister(m.db)

@@ -16,7 +16,7 @@ import (
 // replays a stored answer.
 func (s *Service) Create(ctx context.Context, acct Account, key string, req CreateRequest) (idempotency.Answer, error) {
 	op := idempotency.OpPaymentsCreate
-	name, err := s.createProvider(acct, req)
+	route, err := s.createRoute(acct, req)
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
@@ -24,7 +24,11 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	ans, err := s.Execute(ctx, acct, k, &creating{answerPayment{s}, acct, req, name})
+	c := &creating{answerPayment: answerPayment{s}, acct: acct, req: req, route: route}
+	if s.createBudget > 0 {
+		c.deadline = time.Now().Add(s.createBudget)
+	}
+	ans, err := s.Execute(ctx, acct, k, c)
 	if errors.Is(err, ErrLiveOrderConflict) {
 		s.metrics.Idempotency(op, "conflict")
 		return idempotency.Answer{}, s.LiveOrderError(ctx, acct.ID, req.OrderID)
@@ -38,9 +42,13 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 // creating is a create on the money path.
 type creating struct {
 	answerPayment
-	acct     Account
-	req      CreateRequest
-	provider string
+	acct Account
+	req  CreateRequest
+	// route: the providers that can take the payment, in order; the first
+	// whose circuit is closed gets attempt 1, the next ones a failover.
+	route []string
+	// deadline: no failover starts a call that could not answer before it.
+	deadline time.Time
 }
 
 // numbered: a create takes the order's next authorization attempt.
@@ -56,7 +64,7 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 		Description: req.Description, Metadata: req.Metadata,
 		Options: MethodOptions{ReturnURL: req.ReturnURL, ExpiresIn: req.ExpiresIn, BillingDetails: req.BillingDetails,
 			Methods: req.PaymentMethods},
-		Status: StatusProcessing, Provider: c.provider, CreatedAt: at.Now, UpdatedAt: at.Now,
+		Status: StatusProcessing, Provider: c.firstProvider(), CreatedAt: at.Now, UpdatedAt: at.Now,
 	}
 	// The partial unique index on live payments refuses a second live
 	// payment for the order, even from another key.
@@ -76,13 +84,13 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 	return Send(p, a), s.Write(ctx, tx, Change{Payment: p, Audit: AuditEntry{Actor: "api", Action: "payment.created", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey}}})
 }
 
-// createProvider picks the provider a create runs at, until routing
-// (CONTRACT §15): pix and boleto go to the account's first provider, a
-// bare card token to Stripe, and payment_methods to the first of the
-// account's providers the request names a card for. A provider that lacks
-// what it needs is never tried; when none can be, the create is an
-// invalid request naming what is missing, before anything is reserved.
-func (s *Service) createProvider(acct Account, req CreateRequest) (string, error) {
+// createRoute is the providers a create may run at, in order (CONTRACT
+// §15), until routing: pix and boleto go to the account's first provider,
+// a bare card token to Stripe, and payment_methods to the account's
+// providers it names a card for. A provider that lacks what it needs is
+// never tried; when none can be, the create is an invalid request naming
+// what is missing, before anything is reserved.
+func (s *Service) createRoute(acct Account, req CreateRequest) ([]string, error) {
 	var candidates []string
 	switch {
 	case req.PaymentMethods != nil:
@@ -92,25 +100,42 @@ func (s *Service) createProvider(acct Account, req CreateRequest) (string, error
 	case len(acct.Providers) > 0:
 		if _, ok := acct.CredentialsFor(ProviderStripe); !ok {
 			// Sent on, a card token would fail at Stripe for want of a key.
-			return "", Errorf(CodeInvalidRequest, "the account has no Stripe credentials: a card token (any payment_method but pix and boleto) is Stripe's")
+			return nil, Errorf(CodeInvalidRequest, "the account has no Stripe credentials: a card token (any payment_method but pix and boleto) is Stripe's")
 		}
 	}
 	if len(candidates) == 0 {
 		// An account from before several providers: Stripe alone.
 		candidates = []string{ProviderStripe}
 	}
-	var missing []FieldError
+	var (
+		route   []string
+		missing []FieldError
+	)
 	for _, name := range candidates {
 		fe, err := s.lacks(acct, name, req)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if len(fe) == 0 {
-			return name, nil
+			route = append(route, name)
 		}
 		missing = append(missing, fe...)
 	}
-	return "", &Error{Code: CodeInvalidRequest, Message: "no provider of the account can take this payment", Fields: missing}
+	if len(route) == 0 {
+		return nil, &Error{Code: CodeInvalidRequest, Message: "no provider of the account can take this payment", Fields: missing}
+	}
+	return route, nil
+}
+
+// firstProvider is the route's first provider whose circuit lets a call
+// through; when every circuit is open, the first: its call decides.
+func (c *creating) firstProvider() string {
+	for _, name := range c.route {
+		if c.s.circuitAllows(name) {
+			return name
+		}
+	}
+	return c.route[0]
 }
 
 // lacks reports what a provider needs that the request does not carry,

@@ -141,13 +141,19 @@ func (s *Service) Execute(ctx context.Context, acct Account, k Key, m Mutation) 
 		return r.answer, nil
 	}
 	s.metrics.Idempotency(k.Scope.Operation, r.work.metric())
-	out := s.callProvider(ctx, acct, r.work)
-	st, err := s.settle(ctx, acct, r.work, out)
-	if err != nil {
-		return idempotency.Answer{}, err
+	w := r.work
+	for {
+		out := s.callThroughCircuit(ctx, acct, w)
+		st, err := s.settle(ctx, acct, w, out)
+		if err != nil {
+			return idempotency.Answer{}, err
+		}
+		if st.next == nil {
+			s.SendReleases(ctx, acct, st.payment, w.actor)
+			return st.answer, nil
+		}
+		w = *st.next // a failover: the next provider's attempt
 	}
-	s.SendReleases(ctx, acct, st.payment, r.work.actor)
-	return st.answer, nil
 }
 
 // work is a provider call this request owns: the key's lease is held.
@@ -302,6 +308,9 @@ type settled struct {
 	answer idempotency.Answer
 	// payment as recorded; nil when another owner completed the key first.
 	payment *Payment
+	// next is the attempt a failover started at the next provider; the
+	// key waits on it, and there is no answer yet.
+	next *work
 }
 
 // settle is transaction 2: it records the outcome on the attempt and the
@@ -320,6 +329,12 @@ func (s *Service) settle(ctx context.Context, acct Account, w work, out Outcome)
 			// A concurrent owner (after a lease takeover, or the reconciler)
 			// finished first with the same provider key.
 			return settled{answer: idempotency.Answer{Kind: rec.ResponseKind, Body: rec.ResponseBody}}, nil
+		}
+		if fo, ok := w.mutation.(failingOver); ok && provedNothing(w, out) && !a.Status.Resolved() {
+			if next := fo.nextProvider(p); next != "" {
+				nw, err := s.failOver(ctx, tx, rec.ID, w, p, a, out, next, now)
+				return settled{next: nw}, err
+			}
 		}
 		a, err = s.applyTo(ctx, tx, p, a, out, w.actor, now)
 		if err != nil {

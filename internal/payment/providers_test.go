@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestCreateProvider(t *testing.T) {
 			ProviderCredentials: map[string]provider.Credentials{ProviderMercadoPago: {SecretKey: "TEST-1"}}},
 			CreateRequest{PaymentMethod: "pm_card_visa"}, "", "no Stripe credentials"},
 	} {
-		got, err := s.createProvider(tc.acct, tc.req)
+		route, err := s.createRoute(tc.acct, tc.req)
 		if tc.wantErr != "" {
 			e, ok := err.(*Error)
 			if !ok || e.Code != CodeInvalidRequest {
@@ -151,8 +152,14 @@ func TestCreateProvider(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != tc.want {
-			t.Fatalf("%s: provider %q, %v; want %q", tc.name, got, err, tc.want)
+		if err != nil || route[0] != tc.want {
+			t.Fatalf("%s: route %q, %v; want %q first", tc.name, route, err, tc.want)
 		}
+	}
+	// Every provider that can be tried is on the route, in the account's
+	// order: the ones after the first are for a failover.
+	route, err := s.createRoute(mpAccount, CreateRequest{PaymentMethods: both, BillingDetails: email})
+	if err != nil || !slices.Equal(route, []string{ProviderMercadoPago, ProviderStripe}) {
+		t.Fatalf("route %q, %v; want mercadopago then stripe", route, err)
 	}
 }

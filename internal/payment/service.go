@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acmepay/payments/internal/provider"
 	"github.com/google/uuid"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/acmepay/payments/internal/provider"
 )
 
 // Accounts resolves an account's provider credentials for background work
@@ -64,6 +66,8 @@ type Metrics interface {
 	Idempotency(operation, outcome string)
 	ProviderCall(op Operation, outcome provider.Outcome, d time.Duration)
 	PaymentTransition(from, to Status)
+	// CircuitState is a provider circuit's new state (CircuitClosed, …).
+	CircuitState(provider, state string)
 }
 
 // Config wires a Service. Zero durations take the contract's defaults.
@@ -91,6 +95,14 @@ type Config struct {
 	// (default 1 h), and a poll always falls just after its expiry.
 	WaitPoll       time.Duration
 	WaitMaxBackoff time.Duration
+	// CreateBudget is how long a create may take, failovers included
+	// (HTTP_WRITE_TIMEOUT); no failover starts a call that could not
+	// answer within it. 0: no bound.
+	CreateBudget time.Duration
+	// CircuitFailures and CircuitCooldown are PROVIDER_CIRCUIT_FAILURES
+	// and PROVIDER_CIRCUIT_COOLDOWN.
+	CircuitFailures int
+	CircuitCooldown time.Duration
 }
 
 // Service runs the money path.
@@ -106,6 +118,8 @@ type Service struct {
 	settleTimeout   time.Duration
 	waitPoll        time.Duration
 	waitMaxBackoff  time.Duration
+	createBudget    time.Duration
+	circuits        map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]
 }
 
 // NewService checks its dependencies and applies defaults.
@@ -128,6 +142,7 @@ func NewService(c Config) (*Service, error) {
 		settleTimeout:   orDefault(c.SettleTimeout, 10*time.Second),
 		waitPoll:        orDefault(c.WaitPoll, defaultWaitPoll),
 		waitMaxBackoff:  orDefault(c.WaitMaxBackoff, defaultWaitMaxBackoff),
+		createBudget:    c.CreateBudget,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -136,6 +151,15 @@ func NewService(c Config) (*Service, error) {
 		s.metrics = nopMetrics{}
 	}
 	s.now = NewClock(c.Now)
+	names := make([]string, 0, len(providers))
+	for name := range providers {
+		names = append(names, name)
+	}
+	failures := c.CircuitFailures
+	if failures <= 0 {
+		failures = DefaultCircuitFailures
+	}
+	s.circuits = newCircuits(names, failures, orDefault(c.CircuitCooldown, DefaultCircuitCooldown), s.log, s.metrics)
 	if s.newID == nil {
 		s.newID = NewID
 	}
@@ -183,6 +207,8 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 type nopMetrics struct{}
+
+func (nopMetrics) CircuitState(string, string) {}
 
 func (nopMetrics) Idempotency(string, string)                              {}
 func (nopMetrics) ProviderCall(Operation, provider.Outcome, time.Duration) {}

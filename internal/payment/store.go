@@ -71,6 +71,9 @@ type Tx interface {
 	// IdempotencyKeyDetachAttempt clears the attempt a key was reserved for, when its
 	// request completed without starting one.
 	IdempotencyKeyDetachAttempt(ctx context.Context, id int64) error
+	// IdempotencyKeyMoveAttempt points a key at the attempt a failover
+	// started, under a new lease.
+	IdempotencyKeyMoveAttempt(ctx context.Context, id int64, attemptID string, leaseUntil, now time.Time) error
 	// IdempotencyKeyGetByAttemptForUpdate reads and locks the key record that started an
 	// attempt, if any.
 	IdempotencyKeyGetByAttemptForUpdate(ctx context.Context, attemptID string) (idempotency.Record, error)
@@ -81,6 +84,9 @@ type Tx interface {
 	// payment is serialized by this lock.
 	PaymentGetByIDForUpdate(ctx context.Context, accountID, id string) (*Payment, error)
 	PaymentUpdateState(ctx context.Context, p *Payment) error
+	// PaymentMoveProvider records a failover: the payment's provider and
+	// attempt number.
+	PaymentMoveProvider(ctx context.Context, p *Payment, now time.Time) error
 	// PaymentSetDisputes stores the payment's disputes and updated_at.
 	PaymentSetDisputes(ctx context.Context, p *Payment) error
 

@@ -148,6 +148,16 @@ func (t *paymentTx) IdempotencyKeyComplete(ctx context.Context, id int64, ans id
 		ID: id, ResponseKind: &kind, ResponseStatus: &st, ResponseBody: ans.Body, Now: &now}))
 }
 
+func (t *paymentTx) IdempotencyKeyMoveAttempt(ctx context.Context, id int64, attemptID string, leaseUntil, now time.Time) error {
+	return translate(t.q.IdempotencyKeyMoveAttempt(ctx, dbsqlc.IdempotencyKeyMoveAttemptParams{
+		ID: id, AttemptID: &attemptID, LeaseExpiresAt: &leaseUntil, Now: now}))
+}
+
+func (t *paymentTx) PaymentMoveProvider(ctx context.Context, p *payment.Payment, now time.Time) error {
+	return translate(t.q.PaymentMoveProvider(ctx, dbsqlc.PaymentMoveProviderParams{
+		ID: p.ID, Provider: p.Provider, Attempt: int32(p.Attempt), Now: now}))
+}
+
 func (t *paymentTx) IdempotencyKeyDetachAttempt(ctx context.Context, id int64) error {
 	return translate(t.q.IdempotencyKeyDetachAttempt(ctx, id))
 }

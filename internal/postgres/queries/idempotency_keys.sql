@@ -41,3 +41,8 @@ UPDATE idempotency_keys SET attempt_id = NULL WHERE id = @id;
 
 -- name: IdempotencyKeyGetByAttemptForUpdate :one
 SELECT * FROM idempotency_keys WHERE attempt_id = @attempt_id FOR UPDATE;
+
+-- A failover: the key now waits on the attempt at the next provider.
+-- name: IdempotencyKeyMoveAttempt :exec
+UPDATE idempotency_keys SET attempt_id = @attempt_id, lease_expires_at = @lease_expires_at, updated_at = @now
+WHERE id = @id;

@@ -105,3 +105,9 @@ LIMIT @max_rows;
 -- name: PaymentSetDisputes :one
 UPDATE payments SET disputes = @disputes, updated_at = @now, version = version + 1 WHERE id = @id
 RETURNING version;
+
+-- A create whose provider provably did nothing moves on to the next
+-- provider of its route with its next attempt (CONTRACT §15).
+-- name: PaymentMoveProvider :exec
+UPDATE payments SET provider = @provider, attempt = @attempt, updated_at = @now, version = version + 1
+WHERE id = @id;

@@ -163,6 +163,29 @@ func (q *Queries) IdempotencyKeyMarkUnknown(ctx context.Context, arg Idempotency
 	return err
 }
 
+const idempotencyKeyMoveAttempt = `-- name: IdempotencyKeyMoveAttempt :exec
+UPDATE idempotency_keys SET attempt_id = $1, lease_expires_at = $2, updated_at = $3
+WHERE id = $4
+`
+
+type IdempotencyKeyMoveAttemptParams struct {
+	AttemptID      *string
+	LeaseExpiresAt *time.Time
+	Now            time.Time
+	ID             int64
+}
+
+// A failover: the key now waits on the attempt at the next provider.
+func (q *Queries) IdempotencyKeyMoveAttempt(ctx context.Context, arg IdempotencyKeyMoveAttemptParams) error {
+	_, err := q.db.Exec(ctx, idempotencyKeyMoveAttempt,
+		arg.AttemptID,
+		arg.LeaseExpiresAt,
+		arg.Now,
+		arg.ID,
+	)
+	return err
+}
+
 const idempotencyKeyReserve = `-- name: IdempotencyKeyReserve :one
 INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, state, lease_expires_at,
                               payment_id, attempt_id, created_at, updated_at)

@@ -532,6 +532,30 @@ func (q *Queries) PaymentListStuck(ctx context.Context, arg PaymentListStuckPara
 	return items, nil
 }
 
+const paymentMoveProvider = `-- name: PaymentMoveProvider :exec
+UPDATE payments SET provider = $1, attempt = $2, updated_at = $3, version = version + 1
+WHERE id = $4
+`
+
+type PaymentMoveProviderParams struct {
+	Provider string
+	Attempt  int32
+	Now      time.Time
+	ID       string
+}
+
+// A create whose provider provably did nothing moves on to the next
+// provider of its route with its next attempt (CONTRACT §15).
+func (q *Queries) PaymentMoveProvider(ctx context.Context, arg PaymentMoveProviderParams) error {
+	_, err := q.db.Exec(ctx, paymentMoveProvider,
+		arg.Provider,
+		arg.Attempt,
+		arg.Now,
+		arg.ID,
+	)
+	return err
+}
+
 const paymentSetDisputes = `-- name: PaymentSetDisputes :one
 UPDATE payments SET disputes = $1, updated_at = $2, version = version + 1 WHERE id = $3
 RETURNING version

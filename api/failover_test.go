@@ -1,0 +1,153 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/apitest"
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/provider/providersim"
+)
+
+// failoverShop is the test account with Stripe first and Mercado Pago
+// second.
+type failoverShop struct {
+	*apitest.Env
+	mpToken string
+}
+
+func newFailoverShop(t *testing.T, opts apitest.Options) *failoverShop {
+	t.Helper()
+	e := apitest.New(t, opts)
+	s := &failoverShop{Env: e, mpToken: "TEST-fo-" + apitest.SecretSuffix(t)}
+	if _, err := e.Accounts.SetProvider(context.Background(), e.Account.ID, payment.ProviderMercadoPago,
+		account.Secrets{MercadoPagoToken: s.mpToken}); err != nil {
+		t.Fatalf("add mercadopago: %v", err)
+	}
+	return s
+}
+
+func bothCardsBody(order string) string {
+	return fmt.Sprintf(`{"order_id":%q,"amount":2500,"currency":"BRL",`+
+		`"payment_methods":{"stripe":"pm_card_visa","mercadopago":{"token":"tok_APRO","payment_method_id":"visa"}},`+mpBilling+`}`, order)
+}
+
+// attemptTrail lists a payment's attempts as "provider key status code".
+func attemptTrail(t *testing.T, e *apitest.Env, paymentID string) []string {
+	t.Helper()
+	as, err := e.ReconcileStore().AttemptListByPayment(context.Background(), paymentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range as {
+		out = append(out, fmt.Sprintf("%s %s %s %s", a.Provider, a.ProviderKey, a.Status, a.FailureCode))
+	}
+	return out
+}
+
+func wantAttempts(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("attempts\n got %q\nwant %q", got, want)
+	}
+}
+
+// A create fails over to the next provider of its route only on an answer
+// that proves the first did nothing; anything in doubt stays unknown.
+func TestFailover(t *testing.T) {
+	t.Parallel()
+
+	t.Run("CredentialsRefusedOnAFirstSend", func(t *testing.T) {
+		t.Parallel()
+		s := newFailoverShop(t, apitest.Options{})
+		s.Sim.RevokeSecret("sk_test_" + apitest.SecretSuffix(t))
+		r := create(s.Env, "k-fo-1", bothCardsBody("pedido-fo-1"))
+		wantStatus(t, r, http.StatusCreated)
+		p := r.JSON(t)
+		if p["status"] != "captured" || p["provider"] != "mercadopago" || p["attempt"] != float64(2) {
+			t.Fatalf("payment %s", r.Body)
+		}
+		id := p["id"].(string)
+		wantAttempts(t, attemptTrail(t, s.Env, id),
+			"stripe pedido-fo-1:autorizar-v1 failed provider_authentication",
+			"mercadopago pedido-fo-1:autorizar-v2 succeeded ")
+		mps := s.Sim.MPPayments(s.mpToken)
+		if len(mps) != 1 || mps[0].IdempotencyKey != "pedido-fo-1:autorizar-v2" {
+			t.Fatalf("at Mercado Pago: %+v", mps)
+		}
+		calls := s.PaymentCalls()
+		again := create(s.Env, "k-fo-1", bothCardsBody("pedido-fo-1"))
+		if again.Status != http.StatusCreated || string(again.Body) != string(r.Body) || s.PaymentCalls() != calls {
+			t.Fatalf("replay: %d %s, %d new provider calls", again.Status, again.Body, s.PaymentCalls()-calls)
+		}
+		audit := s.Do(apitest.Request{Method: http.MethodGet, Path: "/admin/v1/payments/" + id, Bearer: apitest.AdminToken})
+		wantStatus(t, audit, http.StatusOK)
+		if body := string(audit.Body); !strings.Contains(body, `"payment.failover"`) || !strings.Contains(body, `"from":"stripe"`) || !strings.Contains(body, `"to":"mercadopago"`) {
+			t.Fatalf("admin detail lacks the failover: %s", audit.Body)
+		}
+	})
+
+	t.Run("NoOtherProviderForTheCard", func(t *testing.T) {
+		t.Parallel()
+		s := newFailoverShop(t, apitest.Options{})
+		s.Sim.RevokeSecret("sk_test_" + apitest.SecretSuffix(t))
+		r := create(s.Env, "k-fo-2", `{"order_id":"pedido-fo-2","amount":2500,"currency":"BRL","payment_methods":{"stripe":"pm_card_visa"}}`)
+		wantStatus(t, r, http.StatusCreated)
+		if p := r.JSON(t); p["status"] != "failed" || p["failure_code"] != "provider_authentication" || p["provider"] != "stripe" {
+			t.Fatalf("payment %s", r.Body)
+		}
+		if n := countOp(s.Sim, "mp_create"); n != 0 {
+			t.Fatalf("%d creates at Mercado Pago, want 0", n)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		kind providersim.FaultKind
+	}{{"ServerErrorStaysUnknown", providersim.Error500BeforeEffect}, {"RateLimitStaysUnknown", providersim.RateLimit429BeforeEffect},
+		{"LostAnswerStaysUnknown", providersim.DropAfterEffect}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newFailoverShop(t, apitest.Options{})
+			s.Sim.Inject(providersim.Fault{Op: "authorize", Kind: tc.kind, Times: 2})
+			r := create(s.Env, "k-fo-3", bothCardsBody("pedido-fo-3"))
+			wantStatus(t, r, http.StatusAccepted)
+			p := r.JSON(t)
+			if p["status"] != "unknown" || p["provider"] != "stripe" || p["attempt"] != float64(1) {
+				t.Fatalf("payment %s", r.Body)
+			}
+			if n := countOp(s.Sim, "mp_create"); n != 0 {
+				t.Fatalf("%d requests at Mercado Pago, want none", n)
+			}
+			s.Sim.ClearFaults()
+			runOnce(t, s.Env, nil)
+			got := getPaymentJSON(t, s.Env, p["id"].(string))
+			if got["provider"] != "stripe" || (got["status"] != "captured" && got["status"] != "failed") {
+				t.Fatalf("after reconcile: %v", got)
+			}
+			if n := countOp(s.Sim, "mp_create"); n != 0 {
+				t.Fatalf("%d requests at Mercado Pago after reconcile, want none", n)
+			}
+		})
+	}
+
+	t.Run("DeclineIsFinal", func(t *testing.T) {
+		t.Parallel()
+		s := newFailoverShop(t, apitest.Options{})
+		body := `{"order_id":"pedido-fo-4","amount":2500,"currency":"BRL",` +
+			`"payment_methods":{"stripe":"pm_card_chargeDeclined","mercadopago":{"token":"tok_APRO","payment_method_id":"visa"}},` + mpBilling + `}`
+		r := create(s.Env, "k-fo-4", body)
+		wantStatus(t, r, http.StatusCreated)
+		if p := r.JSON(t); p["status"] != "declined" || p["provider"] != "stripe" {
+			t.Fatalf("payment %s", r.Body)
+		}
+		if n := countOp(s.Sim, "mp_create"); n != 0 {
+			t.Fatalf("%d requests at Mercado Pago, want none", n)
+		}
+	})
+}
