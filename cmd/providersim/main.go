@@ -55,6 +55,9 @@ func run() error {
 	flag.DurationVar(&mpLag, "mp-search-lag", mpLag, "how old a Mercado Pago payment must be to be found by search (env PROVIDERSIM_MP_SEARCH_LAG)")
 	baseURL := os.Getenv("PROVIDERSIM_BASE_URL")
 	flag.StringVar(&baseURL, "base-url", baseURL, "where browsers reach the hosted 3-D Secure, Pix and Boleto pages (env PROVIDERSIM_BASE_URL; default: the Host each request came to)")
+	var stripeFront, mpFront string
+	flag.StringVar(&stripeFront, "stripe-front", "", "also serve Stripe's API on this address, behind a front whose outage POST /_sim/outages sets (front \"stripe\")")
+	flag.StringVar(&mpFront, "mp-front", "", "also serve Mercado Pago's API on this address, behind a front whose outage POST /_sim/outages sets (front \"mercadopago\")")
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -66,6 +69,18 @@ func run() error {
 		return err
 	}
 	fmt.Printf("providersim listening on http://%s\n", ln.Addr())
+	for name, addr := range map[string]string{"stripe": stripeFront, "mercadopago": mpFront} {
+		if addr == "" {
+			continue
+		}
+		f, err := providersim.NewFront(addr, ln.Addr().String())
+		if err != nil {
+			return fmt.Errorf("%s front: %w", name, err)
+		}
+		defer f.Close()
+		sim.AddFront(name, f)
+		fmt.Printf("providersim %s front on %s\n", name, f.URL())
+	}
 
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -74,6 +74,7 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 	s.disputeRoutes(m)
 	s.recordRoutes(m)
 	s.faultRoutes(m)
+	m.HandleFunc("POST /_sim/outages", s.outageControl)
 	m.HandleFunc("POST /_sim/secrets/revoke", s.secretControl(false, func(key string, _ ...string) { s.RevokeSecret(key) }))
 	m.HandleFunc("POST /_sim/secrets/forbid", s.secretControl(true, s.ForbidSecret))
 	m.HandleFunc("POST /_sim/secrets/restore", s.secretControl(false, func(key string, _ ...string) { s.RestoreSecret(key) }))

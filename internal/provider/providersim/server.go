@@ -250,6 +250,9 @@ type Server struct {
 	opts Options
 	mux  *http.ServeMux
 
+	frontsMu sync.Mutex
+	fronts   map[string]*Front // by name, for the outage control
+
 	mu        sync.Mutex
 	offset    time.Duration // added to Options.Now by Advance
 	accounts  map[string]*account
