@@ -80,6 +80,9 @@ type Options struct {
 	MercadoPagoKeyRetention time.Duration
 	// CircuitFailures is PROVIDER_CIRCUIT_FAILURES (default 5).
 	CircuitFailures int
+	// StripeAPIBase, when set, is where the instances send Stripe's calls
+	// instead of the simulator (an address that refuses connections, say).
+	StripeAPIBase string
 	// WrapProvider, when set, wraps every instance's provider adapter, so a
 	// test can watch the calls the service makes.
 	WrapProvider func(provider.Provider) provider.Provider
@@ -212,6 +215,9 @@ func (e *Env) instanceConfig() app.Config {
 		MercadoPagoKeyRetention: e.Opts.MercadoPagoKeyRetention, CircuitFailures: e.Opts.CircuitFailures,
 		Logger: e.Logger(), Now: e.Clock.Now,
 		WrapProvider: e.Opts.WrapProvider, WrapStore: e.Opts.WrapStore,
+	}
+	if e.Opts.StripeAPIBase != "" {
+		c.StripeAPIBase = e.Opts.StripeAPIBase
 	}
 	if e.URL == "" {
 		c.DBOptions = []postgres.Option{postgres.WithCounter(e.Counter)}
