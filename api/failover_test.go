@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/apitest"
@@ -89,6 +90,36 @@ func TestFailover(t *testing.T) {
 		wantStatus(t, audit, http.StatusOK)
 		if body := string(audit.Body); !strings.Contains(body, `"payment.failover"`) || !strings.Contains(body, `"from":"stripe"`) || !strings.Contains(body, `"to":"mercadopago"`) {
 			t.Fatalf("admin detail lacks the failover: %s", audit.Body)
+		}
+	})
+
+	t.Run("LostAnswerAfterAFailoverIsResolvedWhereItWasSent", func(t *testing.T) {
+		t.Parallel()
+		s := newFailoverShop(t, apitest.Options{})
+		s.Sim.RevokeSecret("sk_test_" + apitest.SecretSuffix(t))
+		drop := s.Sim.Inject(providersim.Fault{Op: "mp_create", Kind: providersim.DropAfterEffect, Times: 2})
+		r := create(s.Env, "k-fo-5", bothCardsBody("pedido-fo-5"))
+		wantStatus(t, r, http.StatusAccepted)
+		p := r.JSON(t)
+		if p["status"] != "unknown" || p["provider"] != "mercadopago" || p["attempt"] != float64(2) {
+			t.Fatalf("payment %s", r.Body)
+		}
+		drop.Remove()
+		sends := countOp(s.Sim, "mp_create")
+		s.Clock.Advance(time.Minute)
+		runOnce(t, s.Env, nil)
+		id := p["id"].(string)
+		if got := getPaymentJSON(t, s.Env, id); got["status"] != "captured" || got["provider"] != "mercadopago" {
+			t.Fatalf("after reconcile: %v", got)
+		}
+		wantAttempts(t, attemptTrail(t, s.Env, id),
+			"stripe pedido-fo-5:autorizar-v1 failed provider_authentication",
+			"mercadopago pedido-fo-5:autorizar-v2 succeeded ")
+		if countOp(s.Sim, "mp_create") != sends || countOp(s.Sim, "mp_search") == 0 {
+			t.Fatalf("the reconciler re-sent the key (%d→%d) or did not search", sends, countOp(s.Sim, "mp_create"))
+		}
+		if mps := s.Sim.MPPayments(s.mpToken); len(mps) != 1 {
+			t.Fatalf("%d payments at Mercado Pago, want 1", len(mps))
 		}
 	})
 
