@@ -78,8 +78,10 @@ type Options struct {
 	// Pago's keys are only looked up, never re-sent) and, when set, the
 	// simulated Mercado Pago's own retention.
 	MercadoPagoKeyRetention time.Duration
-	// CircuitFailures is PROVIDER_CIRCUIT_FAILURES (default 5).
+	// CircuitFailures is PROVIDER_CIRCUIT_FAILURES (default 5), and
+	// CircuitCooldown PROVIDER_CIRCUIT_COOLDOWN (default 30s).
 	CircuitFailures int
+	CircuitCooldown time.Duration
 	// StripeAPIBase, when set, is where the instances send Stripe's calls
 	// instead of the simulator (an address that refuses connections, say).
 	StripeAPIBase string
@@ -212,7 +214,7 @@ func (e *Env) instanceConfig() app.Config {
 		WebhookAllowPrivate: e.Opts.WebhookAllowPrivate,
 		ProviderTimeout:     e.Opts.ProviderTimeout, InProgressLease: e.Opts.Lease,
 		ProviderKeyRetention: e.Opts.KeyRetention, ProviderSearchGrace: e.Opts.SearchGrace,
-		MercadoPagoKeyRetention: e.Opts.MercadoPagoKeyRetention, CircuitFailures: e.Opts.CircuitFailures,
+		MercadoPagoKeyRetention: e.Opts.MercadoPagoKeyRetention, CircuitFailures: e.Opts.CircuitFailures, CircuitCooldown: e.Opts.CircuitCooldown,
 		Logger: e.Logger(), Now: e.Clock.Now,
 		WrapProvider: e.Opts.WrapProvider, WrapStore: e.Opts.WrapStore,
 	}
