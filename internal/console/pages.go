@@ -43,6 +43,7 @@ type pageData struct {
 	Attention int
 	OpenKinds []kindCount
 	OpenTotal int64
+	Circuits  []circuitRow
 	// stuck list
 	Filter     stuckFilter
 	AllStatus  []payment.Status
@@ -103,7 +104,33 @@ type compareRow struct {
 
 type attemptRow struct {
 	*payment.Attempt
+	// ProviderName is where the attempt went, never empty.
+	ProviderName   string
 	NeedsAttention bool
+}
+
+type circuitRow struct {
+	Provider string
+	State    string
+}
+
+// circuitRows lists each provider's circuit, by provider name.
+func circuitRows(states map[string]string) []circuitRow {
+	out := make([]circuitRow, 0, len(states))
+	for name, st := range states {
+		out = append(out, circuitRow{Provider: name, State: st})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Provider < out[j].Provider })
+	return out
+}
+
+// attemptProvider names where an attempt went: its own provider, else its
+// payment's; rows from before several providers read as Stripe.
+func attemptProvider(p *payment.Payment, a *payment.Attempt) string {
+	if a.Provider != "" {
+		return a.Provider
+	}
+	return payment.ProviderOf(p.Provider)
 }
 
 type timelineItem struct {
@@ -139,8 +166,9 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"money": money,
-	"has":   func(m map[payment.Status]bool, s payment.Status) bool { return m[s] },
+	"money":    money,
+	"provider": payment.ProviderOf,
+	"has":      func(m map[payment.Status]bool, s payment.Status) bool { return m[s] },
 }
 
 func money(amount int64, currency string) string {
@@ -223,7 +251,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	d := pageData{Title: "Overview", Nav: "overview", Attention: n}
+	d := pageData{Title: "Overview", Nav: "overview", Attention: n, Circuits: circuitRows(c.cfg.Payments.CircuitStates())}
 	for _, k := range discrepancyKinds {
 		d.OpenKinds = append(d.OpenKinds, kindCount{string(k), open[string(k)]})
 		d.OpenTotal += open[string(k)]
@@ -324,7 +352,7 @@ func (c *Console) paymentPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Compare = compare(p, d.Provider)
 	for _, a := range v.Attempts {
-		d.Attempts = append(d.Attempts, attemptRow{a, c.cfg.Reconciler.NeedsAttention(a)})
+		d.Attempts = append(d.Attempts, attemptRow{a, attemptProvider(p, a), c.cfg.Reconciler.NeedsAttention(a)})
 	}
 	events, err := c.cfg.Store.EventListByPayment(ctx, p.AccountID, p.ID, 200)
 	if err != nil {
