@@ -24,6 +24,12 @@ const (
 	AnswerIndeterminate Answer = "indeterminate"
 	// AnswerNotFound: a lookup (retrieve, list, search) found no object.
 	AnswerNotFound Answer = "not_found"
+	// AnswerUnreachable: no send of the call wrote a byte of the request.
+	// The name did not resolve, the dial failed or timed out, or the TLS
+	// handshake failed, and no try of the call (the client library's own
+	// retries included) ever had a connection to write on. A fact of the
+	// transport (see package reach), never inferred from an error's text.
+	AnswerUnreachable Answer = "unreachable"
 )
 
 // Send says how a provider key reached the provider in one call.
@@ -57,7 +63,11 @@ type Send struct {
 //	invalid       failed       failed               unknown
 //	credentials   failed       unknown              unknown
 //	indeterminate unknown      unknown              unknown
+//	unreachable   failed       unknown              unknown
 //	not found     (lookups)    unknown until the profile's SearchLag, then failed
+//
+// Unreachable is the same for every profile: this call wrote nothing, so
+// on a first send nothing ran; on a recovery an earlier send may have.
 //
 // A recovery is in window only while the provider keeps the key; an answer
 // the profile does not store is, on a recovery, unknown.
@@ -90,6 +100,10 @@ func Judge(p Profile, a Answer, s Send) Outcome {
 		// Checked before the key is looked up: on a re-send this says
 		// nothing about the first request.
 		if !s.Recovery && p.CredentialsFirst {
+			return Failed
+		}
+	case AnswerUnreachable:
+		if !s.Recovery {
 			return Failed
 		}
 	}

@@ -34,6 +34,7 @@ func judgeTable() []judged {
 			AnswerInvalid:       {F, F, U, F, F, U},
 			AnswerCredentials:   {F, U, U, F, U, U},
 			AnswerIndeterminate: {U, U, U, U, U, U},
+			AnswerUnreachable:   {F, U, U, F, U, U},
 			AnswerNotFound:      {U, U, U, U, U, U},
 		}},
 		// A Stripe that kept no key would replay nothing.
@@ -43,6 +44,7 @@ func judgeTable() []judged {
 			AnswerInvalid:       {F, U, U, F, U, U},
 			AnswerCredentials:   {F, U, U, F, U, U},
 			AnswerIndeterminate: {U, U, U, U, U, U},
+			AnswerUnreachable:   {F, U, U, F, U, U},
 			AnswerNotFound:      {U, U, U, U, U, U},
 		}},
 		// Mercado Pago's default: no retention, nothing is a replay.
@@ -52,6 +54,7 @@ func judgeTable() []judged {
 			AnswerInvalid:       {F, U, U, F, U, U},
 			AnswerCredentials:   {F, U, U, F, U, U},
 			AnswerIndeterminate: {U, U, U, U, U, U},
+			AnswerUnreachable:   {F, U, U, F, U, U},
 			AnswerNotFound:      {U, U, U, U, U, U},
 		}},
 		// With a retention set, a refusal is replayed within the window;
@@ -62,6 +65,7 @@ func judgeTable() []judged {
 			AnswerInvalid:       {F, U, U, F, U, U},
 			AnswerCredentials:   {F, U, U, F, U, U},
 			AnswerIndeterminate: {U, U, U, U, U, U},
+			AnswerUnreachable:   {F, U, U, F, U, U},
 			AnswerNotFound:      {U, U, U, U, U, U},
 		}},
 	}
@@ -69,7 +73,8 @@ func judgeTable() []judged {
 
 func TestJudge(t *testing.T) {
 	t.Parallel()
-	answers := []Answer{AnswerObject, AnswerCardError, AnswerInvalid, AnswerCredentials, AnswerIndeterminate, AnswerNotFound}
+	answers := []Answer{AnswerObject, AnswerCardError, AnswerInvalid, AnswerCredentials, AnswerIndeterminate,
+		AnswerUnreachable, AnswerNotFound}
 	for _, j := range judgeTable() {
 		p := j.profile
 		if len(j.want) != len(answers) {

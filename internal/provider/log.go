@@ -6,11 +6,12 @@ import (
 )
 
 // LogCall logs one adapter call and what its answer was: a warning when
-// the answer proves nothing or the credentials were refused, debug
+// the answer proves nothing, the credentials were refused or the provider
+// could not be reached, debug
 // otherwise. msg names the adapter's call ("stripe call").
 func LogCall(log *slog.Logger, msg, op, intentID string, a Answer, code string, err error) {
 	level := slog.LevelDebug
-	if a == AnswerIndeterminate || a == AnswerCredentials {
+	if a == AnswerIndeterminate || a == AnswerCredentials || a == AnswerUnreachable {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{slog.String("op", op), slog.String("answer", string(a))}

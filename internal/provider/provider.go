@@ -172,6 +172,17 @@ type Result struct {
 	Err error
 }
 
+// Failure codes of answers that prove the provider did nothing on a first
+// send (CONTRACT §15): the failover moves to the next provider on either.
+const (
+	// FailureCredentials: the provider refused the credentials
+	// (AnswerCredentials).
+	FailureCredentials = "provider_authentication"
+	// FailureUnreachable: the request never reached the provider
+	// (AnswerUnreachable).
+	FailureUnreachable = "provider_unreachable"
+)
+
 // AuthorizeRequest creates and confirms a payment at the provider.
 type AuthorizeRequest struct {
 	IdempotencyKey string // derived provider key, e.g. "pedido-842:autorizar-v1"

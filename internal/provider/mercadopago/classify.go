@@ -26,7 +26,8 @@ const (
 
 // Failure codes the adapter sets itself, when Mercado Pago gave none.
 const (
-	codeAuthentication = "provider_authentication"
+	codeAuthentication = provider.FailureCredentials
+	codeUnreachable    = provider.FailureUnreachable
 	codeMissingToken   = "missing_access_token"
 	codeMissingIntent  = "missing_intent_id"
 	codeMissingKey     = "missing_idempotency_key"
@@ -52,6 +53,17 @@ type apiBody struct {
 		Code        json.RawMessage `json:"code"`
 		Description string          `json:"description"`
 	} `json:"cause"`
+}
+
+// classifyCall classifies one sdk-go call by what its transport did and the
+// error it ended with: a call that wrote nothing never reached Mercado
+// Pago, whatever the error says.
+func classifyCall(err error, cl *call) verdict {
+	if cl.wire != nil && cl.wire.Unreached(err) {
+		return verdict{answer: provider.AnswerUnreachable, code: codeUnreachable,
+			message: "mercadopago could not be reached", err: loggable(err)}
+	}
+	return classify(err)
 }
 
 // classify maps the error of one sdk-go call to the kind of answer it is

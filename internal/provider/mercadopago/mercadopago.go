@@ -196,12 +196,12 @@ func (p *Provider) Refund(ctx context.Context, c provider.Credentials, r provide
 	} else {
 		rf, err = rc.Create(withCall(ctx, cl), id)
 	}
-	v := classify(err)
+	v := classifyCall(err, cl)
 	if v.answer == provider.AnswerObject && rf == nil {
 		v = unknown(errEmptyAnswer)
 	}
 	p.logVerdict(opRefund, r.IntentID, v)
-	out := provider.RefundResult{Answer: v.answer, Resent: cl.sends.Load() > 1, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
+	out := provider.RefundResult{Answer: v.answer, Resent: cl.wire.Resent(), FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 	if v.answer == provider.AnswerObject {
 		out.Refund = toRefund(rf)
 	}
@@ -240,7 +240,7 @@ func precheckIntent(c provider.Credentials, key, intentID string) (int, provider
 // result classifies a payment call. A created payment that Mercado Pago
 // rejected is its card error answer (it answers 201 with status rejected).
 func (p *Provider) result(o op, intentID string, resp *payment.Response, err error, cl *call) provider.Result {
-	v := classify(err)
+	v := classifyCall(err, cl)
 	if v.answer == provider.AnswerObject && (resp == nil || resp.ID == 0) {
 		v = unknown(errEmptyAnswer)
 	}
@@ -252,7 +252,7 @@ func (p *Provider) result(o op, intentID string, resp *payment.Response, err err
 		}
 	}
 	p.logVerdict(o, intentID, v)
-	return provider.Result{Answer: v.answer, Resent: cl.sends.Load() > 1, Intent: in,
+	return provider.Result{Answer: v.answer, Resent: cl.wire.Resent(), Intent: in,
 		FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 }
 

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strings"
-	"sync/atomic"
+
+	"github.com/acmepay/payments/internal/provider/reach"
 )
 
 // sdkHost is the host sdk-go v1.8.0 writes into every URL.
@@ -29,18 +29,18 @@ type call struct {
 	// which sdk-go drops when false (omitempty) so that Mercado Pago would
 	// capture at once, and "date_of_expiration" in the documented format.
 	set map[string]any
-	// sends counts the connections the call used (see countSends).
-	sends atomic.Int32
+	// wire is what the transport did for the call: every connection it
+	// got is one send, and a call that got none never reached Mercado Pago.
+	wire *reach.Call
 }
 
+// withCall carries the call in ctx and traces its transport. A second
+// connection is net/http's silent re-send of a request on a broken reused
+// keep-alive connection: the requester itself never retries.
 func withCall(ctx context.Context, c *call) context.Context {
 	ctx = context.WithValue(ctx, callKey{}, c)
-	// Every connection the call gets carries one send: a second one is
-	// net/http's silent re-send of a request on a broken reused
-	// keep-alive connection. The requester itself never retries.
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { c.sends.Add(1) },
-	})
+	ctx, c.wire = reach.Trace(ctx)
+	return ctx
 }
 
 func callFrom(ctx context.Context) *call {

@@ -538,34 +538,39 @@ func credentialTests(t *testing.T, newHarness func(t *testing.T) Harness) {
 // transportTests runs the subtests of an unreachable server and of what
 // counts as a re-send.
 func transportTests(t *testing.T, newHarness func(t *testing.T) Harness) {
-	t.Run("UnreachableServerIsIndeterminate", func(t *testing.T) {
+	t.Run("RefusedConnectionIsUnreachable", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newHarness)
-		p := s.ProviderAt(closedURL(t))
+		p := s.ProviderAt(ClosedURL(t))
 		// Each call may wait out the adapter's own retries; they run side
-		// by side.
+		// by side. Nothing was written: a first send did nothing, a
+		// recovery proves nothing about the sends before it.
 		t.Run("Authorize", func(t *testing.T) {
 			t.Parallel()
 			res := p.Authorize(t.Context(), s.Credentials, s.authorizeRequest(approvedCard, "manual"))
-			wantIndeterminate(t, res.Answer, res.Err)
-			s.wantJudged(res.Answer, authorizeFirst, provider.Unknown)
+			wantUnreachable(t, res.Answer, res.FailureCode, res.Err)
+			s.wantJudged(res.Answer, authorizeFirst, provider.Failed)
+			s.wantJudged(res.Answer, authorizeIn, provider.Unknown)
+			s.wantJudged(res.Answer, authorizePast, provider.Unknown)
 		})
 		t.Run("Capture", func(t *testing.T) {
 			t.Parallel()
 			res := p.Capture(t.Context(), s.Credentials, provider.CaptureRequest{IdempotencyKey: s.key("capture"), IntentID: s.missingID()})
-			wantIndeterminate(t, res.Answer, res.Err)
-			s.wantJudged(res.Answer, firstSend, provider.Unknown)
+			wantUnreachable(t, res.Answer, res.FailureCode, res.Err)
+			s.wantJudged(res.Answer, firstSend, provider.Failed)
+			s.wantJudged(res.Answer, recoveryIn, provider.Unknown)
 		})
 		t.Run("Cancel", func(t *testing.T) {
 			t.Parallel()
 			res := p.Cancel(t.Context(), s.Credentials, provider.CancelRequest{IdempotencyKey: s.key("cancel"), IntentID: s.missingID()})
-			wantIndeterminate(t, res.Answer, res.Err)
+			wantUnreachable(t, res.Answer, res.FailureCode, res.Err)
 		})
 		t.Run("Refund", func(t *testing.T) {
 			t.Parallel()
 			res := p.Refund(t.Context(), s.Credentials, provider.RefundRequest{IdempotencyKey: s.key("refund"), IntentID: s.missingID()})
-			wantIndeterminate(t, res.Answer, res.Err)
-			s.wantJudged(res.Answer, firstSend, provider.Unknown)
+			wantUnreachable(t, res.Answer, res.FailureCode, res.Err)
+			s.wantJudged(res.Answer, firstSend, provider.Failed)
+			s.wantJudged(res.Answer, recoveryPast, provider.Unknown)
 		})
 		for _, l := range lookups {
 			t.Run(l.name, func(t *testing.T) {
@@ -855,16 +860,18 @@ func (s *suite) wantJudged(a provider.Answer, send provider.Send, want provider.
 	}
 }
 
-func wantIndeterminate(t *testing.T, a provider.Answer, err error) {
+// wantUnreachable checks an answer that proves the request never reached
+// the provider.
+func wantUnreachable(t *testing.T, a provider.Answer, code string, err error) {
 	t.Helper()
-	if a != provider.AnswerIndeterminate || err == nil {
-		t.Fatalf("answer = %q (err %v), want indeterminate with an error", a, err)
+	if a != provider.AnswerUnreachable || code != provider.FailureUnreachable || err == nil {
+		t.Fatalf("answer = %q code %q (err %v), want unreachable with %s and an error", a, code, err, provider.FailureUnreachable)
 	}
 }
 
-// closedURL is the base URL of a port that was just listening and is now
+// ClosedURL is the base URL of a port that was just listening and is now
 // closed: connections are refused.
-func closedURL(t *testing.T) string {
+func ClosedURL(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

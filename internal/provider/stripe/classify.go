@@ -11,6 +11,7 @@ import (
 	stripego "github.com/stripe/stripe-go/v76"
 
 	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/provider/reach"
 )
 
 // op names an adapter operation, for classification and logs.
@@ -25,7 +26,8 @@ const (
 
 // Failure codes the adapter sets itself, when Stripe gave none.
 const (
-	codeAuthentication = "provider_authentication"
+	codeAuthentication = provider.FailureCredentials
+	codeUnreachable    = provider.FailureUnreachable
 	codeMissingKey     = "missing_secret_key"
 	codeMissingIntent  = "missing_intent_id"
 )
@@ -40,6 +42,17 @@ type verdict struct {
 	intent *stripego.PaymentIntent
 	// err is a loggable form of the error, set for indeterminate answers.
 	err error
+}
+
+// classifyCall classifies one stripe-go call by what its transport did and
+// the error it ended with: a call that wrote nothing on any try (stripe-go's
+// own retries included) never reached Stripe, whatever the error says.
+func classifyCall(err error, call *reach.Call) verdict {
+	if call.Unreached(err) {
+		return verdict{answer: provider.AnswerUnreachable, code: codeUnreachable,
+			message: "stripe could not be reached", err: loggable(err)}
+	}
+	return classify(err)
 }
 
 // classify maps the error of one stripe-go call to the kind of answer it is

@@ -12,16 +12,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	stripego "github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/client"
 
 	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/provider/reach"
 )
 
 // Config configures the Stripe adapter.
@@ -122,10 +121,10 @@ func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r prov
 		params.Description = stripego.String(r.Description)
 	}
 	params.SetIdempotencyKey(r.IdempotencyKey)
-	ctx, sends := countSends(ctx)
+	ctx, call := reach.Trace(ctx)
 	params.Context = ctx
 	pi, err := p.client(c.SecretKey).PaymentIntents.New(params)
-	return p.result(opAuthorize, "", pi, err, sends)
+	return p.result(opAuthorize, "", pi, err, call)
 }
 
 // authorizeParams builds the create-and-confirm request. A card token is
@@ -201,10 +200,10 @@ func (p *Provider) Capture(ctx context.Context, c provider.Credentials, r provid
 		params.AmountToCapture = stripego.Int64(r.Amount)
 	}
 	params.SetIdempotencyKey(r.IdempotencyKey)
-	ctx, sends := countSends(ctx)
+	ctx, call := reach.Trace(ctx)
 	params.Context = ctx
 	pi, err := p.client(c.SecretKey).PaymentIntents.Capture(r.IntentID, params)
-	return p.result(opCapture, r.IntentID, pi, err, sends)
+	return p.result(opCapture, r.IntentID, pi, err, call)
 }
 
 // Cancel cancels an uncaptured PaymentIntent.
@@ -217,10 +216,10 @@ func (p *Provider) Cancel(ctx context.Context, c provider.Credentials, r provide
 		params.CancellationReason = stripego.String(string(stripego.PaymentIntentCancellationReasonAbandoned))
 	}
 	params.SetIdempotencyKey(r.IdempotencyKey)
-	ctx, sends := countSends(ctx)
+	ctx, call := reach.Trace(ctx)
 	params.Context = ctx
 	pi, err := p.client(c.SecretKey).PaymentIntents.Cancel(r.IntentID, params)
-	return p.result(opCancel, r.IntentID, pi, err, sends)
+	return p.result(opCancel, r.IntentID, pi, err, call)
 }
 
 // Refund refunds a captured PaymentIntent, in full when Amount is 0.
@@ -236,12 +235,12 @@ func (p *Provider) Refund(ctx context.Context, c provider.Credentials, r provide
 		params.Amount = stripego.Int64(r.Amount)
 	}
 	params.SetIdempotencyKey(r.IdempotencyKey)
-	ctx, sends := countSends(ctx)
+	ctx, call := reach.Trace(ctx)
 	params.Context = ctx
 	rf, err := p.client(c.SecretKey).Refunds.New(params)
-	v := classify(err)
+	v := classifyCall(err, call)
 	p.logVerdict(opRefund, r.IntentID, v)
-	res := provider.RefundResult{Answer: v.answer, Resent: sends.n.Load() > 1, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
+	res := provider.RefundResult{Answer: v.answer, Resent: call.Resent(), FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 	if v.answer == provider.AnswerObject {
 		res.Refund = toRefund(rf)
 	}
@@ -384,10 +383,10 @@ func precheck(c provider.Credentials, intentID string) (provider.Result, bool) {
 }
 
 // result classifies a PaymentIntent call.
-func (p *Provider) result(o op, intentID string, pi *stripego.PaymentIntent, err error, sends *sendCount) provider.Result {
-	v := classify(err)
+func (p *Provider) result(o op, intentID string, pi *stripego.PaymentIntent, err error, call *reach.Call) provider.Result {
+	v := classifyCall(err, call)
 	p.logVerdict(o, intentID, v)
-	res := provider.Result{Answer: v.answer, Resent: sends.n.Load() > 1, FailureCode: v.code, FailureMessage: v.message, Err: v.err}
+	res := provider.Result{Answer: v.answer, Resent: call.Resent(), FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 	switch {
 	case v.answer == provider.AnswerObject:
 		res.Intent = toIntent(pi)
@@ -517,22 +516,6 @@ func toRefund(rf *stripego.Refund) *provider.Refund {
 		md[k] = v
 	}
 	return &provider.Refund{ID: rf.ID, State: refundState(rf.Status), Amount: rf.Amount, Metadata: md}
-}
-
-// sendCount counts the connections one call used to send its request.
-type sendCount struct{ n atomic.Int32 }
-
-// countSends traces a call: every connection it gets carries one send, from
-// stripe-go's own retries and from net/http's silent re-send of a request
-// with an Idempotency-Key on a broken reused connection alike. A second one
-// makes the answer that of a re-send, which changes what a credentials
-// error proves (provider.Judge). Counting a connection that sent nothing
-// errs on the side of doubt.
-func countSends(ctx context.Context) (context.Context, *sendCount) {
-	c := &sendCount{}
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { c.n.Add(1) },
-	}), c
 }
 
 // ListDisputes lists every dispute of a PaymentIntent's charges.

@@ -160,16 +160,6 @@ func TestDeadlineIsUnknown(t *testing.T) {
 	}
 }
 
-func TestConnectionRefusedIsUnknown(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewServer(http.NotFoundHandler())
-	srv.Close()
-	res := New(Config{APIBase: srv.URL}).Refund(context.Background(), creds, provider.RefundRequest{IdempotencyKey: "k", IntentID: "pi_1"})
-	if res.Answer != provider.AnswerIndeterminate || res.Err == nil {
-		t.Fatalf("got %q (err %v), want unknown", res.Answer, res.Err)
-	}
-}
-
 func TestPrecheck(t *testing.T) {
 	t.Parallel()
 	p := New(Config{APIBase: "http://127.0.0.1:1"})
