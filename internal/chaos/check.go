@@ -175,6 +175,7 @@ func (r *Report) checkRaces(reqs []providersim.Request) {
 // the provider, so that a new key may try again.
 const (
 	codeAuthentication = "provider_authentication" // its first send was refused for the credentials
+	codeUnreachable    = "provider_unreachable"    // its first send never reached the provider
 	codeNoEffect       = "no_effect_at_provider"   // past the window, the intent shows the capture or cancel did not happen
 	codeNotFound       = "not_found_at_provider"   // past the window, the provider has no object for it
 )
@@ -196,7 +197,9 @@ func hadEffect(q providersim.Request) bool {
 // effect against the provider's log of its key. A first send refused for
 // its credentials (CONTRACT §5) is the only way to provider_authentication,
 // and the provider refuses before it looks at the key: every request with
-// the key must have been answered 401. A capture, cancel or refund decided
+// the key must have been answered 401. One that never reached the
+// provider (provider_unreachable) must have no request with its key in the
+// provider's log at all. A capture, cancel or refund decided
 // past its window as not done (no_effect_at_provider, not_found_at_provider)
 // must have no request with its key that acted. An authorization failed
 // either way must have no intent at the provider. A 401 on a re-send
@@ -253,13 +256,13 @@ func (r *Report) checkNoEffect(reqs []providersim.Request, intents []providersim
 			} else {
 				r.AuthFailedOps++
 			}
-		case codeNoEffect, codeNotFound:
+		case codeNoEffect, codeNotFound, codeUnreachable:
 		default:
 			continue
 		}
 		var contra []string
 		for _, q := range qs {
-			if (a.FailureCode == codeAuthentication && q.Status != http.StatusUnauthorized) || hadEffect(q) {
+			if a.FailureCode == codeUnreachable || (a.FailureCode == codeAuthentication && q.Status != http.StatusUnauthorized) || hadEffect(q) {
 				contra = append(contra, answerOf(q))
 			}
 		}
@@ -446,8 +449,8 @@ func (r *Report) Print(w io.Writer) {
 	line("unexpected answers", "%d", r.Unexpected)
 	line("capture+cancel sent", "%d (orders where both reached the provider)", r.BothSent)
 	line("late re-sends", "%d (provider keys that reached the provider after their re-send window)", r.LateResends)
-	line("false no-effect fails", "%d (attempts failed %s, %s or %s that the provider's log contradicts)",
-		r.FalseNoEffect, codeAuthentication, codeNoEffect, codeNotFound)
+	line("false no-effect fails", "%d (attempts failed %s, %s, %s or %s that the provider's log contradicts)",
+		r.FalseNoEffect, codeAuthentication, codeUnreachable, codeNoEffect, codeNotFound)
 	line("lost webhooks", "%d (events of the feed never delivered to the merchant's endpoint; bad signatures %d)",
 		r.Merchant.Lost, r.Merchant.BadSignatures)
 	line("feed errors", "%s", r.Feed)

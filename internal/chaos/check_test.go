@@ -194,6 +194,12 @@ func TestCheck(t *testing.T) {
 		{"CredentialFailureNeverSent", func(w *world) {
 			w.attempt("att_7", "pay_1", "estornar", "o1:estornar-v1", "failed", codeAuthentication)
 		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_7 (payment pay_1, key o1:estornar-v1) failed provider_authentication, but its key never reached"},
+		{"UnreachableFailureTheProviderSaw", func(w *world) {
+			// A refund recorded as never having reached the provider,
+			// whose key the provider answered.
+			w.attempt("att_8", "pay_1", "estornar", "o1:estornar-v1", "failed", codeUnreachable)
+			w.sent("refund", "o1:estornar-v1", 5*time.Second, http.StatusInternalServerError, providersim.Error500BeforeEffect)
+		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_8 (payment pay_1, key o1:estornar-v1) failed provider_unreachable, but the provider answered that key 500"},
 		{"NoEffectCaptureThatActed", func(w *world) {
 			w.sent("capture", "o2:capturar-v1", 5*time.Second, http.StatusOK, "")
 		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_2c (payment pay_2, key o2:capturar-v1) failed no_effect_at_provider"},

@@ -316,15 +316,16 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // noEffect is a capture, cancel or refund that failed without acting at
 // the provider: refused for the account's credentials (a revoked secret
-// key), or found not done by a lookup past its re-send window. Its answer
-// is 409 provider_rejected with that provider_code; checkNoEffect holds
-// each such failure against the provider's log.
+// key), never sent because the provider could not be reached, or found not
+// done by a lookup past its re-send window. Its answer is 409
+// provider_rejected with that provider_code; checkNoEffect holds each such
+// failure against the provider's log.
 func noEffect(a answer) bool {
 	if a.err != nil || a.status != http.StatusConflict || a.code != "provider_rejected" {
 		return false
 	}
 	switch a.providerCode {
-	case codeAuthentication, codeNoEffect, codeNotFound:
+	case codeAuthentication, codeUnreachable, codeNoEffect, codeNotFound:
 		return true
 	}
 	return false
