@@ -85,6 +85,8 @@ type Options struct {
 	// StripeAPIBase, when set, is where the instances send Stripe's calls
 	// instead of the simulator (an address that refuses connections, say).
 	StripeAPIBase string
+	// MercadoPagoAPIBase is the same for Mercado Pago's calls.
+	MercadoPagoAPIBase string
 	// WrapProvider, when set, wraps every instance's provider adapter, so a
 	// test can watch the calls the service makes.
 	WrapProvider func(provider.Provider) provider.Provider
@@ -220,6 +222,9 @@ func (e *Env) instanceConfig() app.Config {
 	}
 	if e.Opts.StripeAPIBase != "" {
 		c.StripeAPIBase = e.Opts.StripeAPIBase
+	}
+	if e.Opts.MercadoPagoAPIBase != "" {
+		c.MercadoPagoAPIBase = e.Opts.MercadoPagoAPIBase
 	}
 	if e.URL == "" {
 		c.DBOptions = []postgres.Option{postgres.WithCounter(e.Counter)}
