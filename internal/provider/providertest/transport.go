@@ -24,6 +24,12 @@ type TransportAt func(t *testing.T, baseURL string, client *http.Client) provide
 // on a connection (then timed out or hung up on) is indeterminate.
 func RunTransport(t *testing.T, at TransportAt) {
 	t.Helper()
+	unreachedTests(t, at)
+	writtenTests(t, at)
+}
+
+// unreachedTests: calls that never had a connection to write on.
+func unreachedTests(t *testing.T, at TransportAt) {
 	unreached := []struct {
 		name string
 		base func(t *testing.T) string
@@ -67,6 +73,22 @@ func RunTransport(t *testing.T, at TransportAt) {
 		res := authorize(ExpireOn(expired), at(t, "http://"+listen(t, func(c net.Conn) { _ = c.Close() }), nil))
 		wantUnreachable(t, res.Answer, res.FailureCode, res.Err)
 	})
+}
+
+// writtenTests: calls that got a connection, or were canceled; they are in
+// doubt.
+func writtenTests(t *testing.T, at TransportAt) {
+	t.Run("CanceledBeforeAnyConnectionIsIndeterminate", func(t *testing.T) {
+		t.Parallel()
+		// Nothing was written, but a cancellation says only that the
+		// service stopped waiting, not that the provider is unreachable.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		res := authorize(ctx, at(t, "http://"+listen(t, func(c net.Conn) { _ = c.Close() }), nil))
+		if res.Answer != provider.AnswerIndeterminate || res.FailureCode == provider.FailureUnreachable {
+			t.Fatalf("answer = %q code %q (err %v), want indeterminate", res.Answer, res.FailureCode, res.Err)
+		}
+	})
 	written := []struct {
 		name  string
 		serve func(t *testing.T) (base string, expire <-chan struct{})
@@ -82,6 +104,12 @@ func RunTransport(t *testing.T, at TransportAt) {
 		}},
 		{"HungUpAfterReadingTheRequest", func(t *testing.T) (string, <-chan struct{}) {
 			return "http://" + listen(t, func(c net.Conn) { readRequest(c); _ = c.Close() }), nil
+		}},
+		// Without TLS the connection is the client's as soon as it is
+		// accepted, and the request may be in the socket before the hang-up
+		// is seen (with TLS the same hang-up fails the handshake: unreachable).
+		{"HungUpOnAccept", func(t *testing.T) (string, <-chan struct{}) {
+			return "http://" + listen(t, func(c net.Conn) { _ = c.Close() }), nil
 		}},
 	}
 	for _, c := range written {
