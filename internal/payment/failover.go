@@ -16,10 +16,12 @@ import (
 // 429, a connection lost after the request was written) stays unknown for
 // the reconciler, as with one provider.
 
-// Failure codes of an attempt whose provider provably did nothing.
+// Failure codes of an attempt whose provider provably did nothing: the
+// adapters set them with provider.AnswerUnreachable and
+// provider.AnswerCredentials, and provider.Judge fails only a first send.
 const (
-	FailureProviderUnreachable    = "provider_unreachable"
-	FailureProviderAuthentication = "provider_authentication"
+	FailureProviderUnreachable    = provider.FailureUnreachable
+	FailureProviderAuthentication = provider.FailureCredentials
 )
 
 // provedNothing: the outcome proves the provider did nothing with the
