@@ -81,6 +81,64 @@ func TestUnreachableProvider(t *testing.T) {
 	})
 }
 
+// TestFailoverOnUnreachable: the failover of CONTRACT §15 on real sockets.
+// A Stripe that refuses the connection did nothing, so the create moves to
+// Mercado Pago; one whose first try wrote the request before its retry was
+// refused may have charged, so the create stays unknown at Stripe.
+func TestFailoverOnUnreachable(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RefusedConnectionFailsOver", func(t *testing.T) {
+		t.Parallel()
+		closed := providertest.ClosedURL(t)
+		s := newFailoverShop(t, apitest.Options{WrapProvider: func(provider.Provider) provider.Provider {
+			return stripe.New(stripe.Config{APIBase: closed})
+		}})
+		r := create(s.Env, "k-fo-unreach", bothCardsBody("pedido-fo-unreach"))
+		wantStatus(t, r, http.StatusCreated)
+		p := r.JSON(t)
+		if p["status"] != "captured" || p["provider"] != "mercadopago" || p["attempt"] != float64(2) {
+			t.Fatalf("payment %s", r.Body)
+		}
+		wantAttempts(t, attemptTrail(t, s.Env, p["id"].(string)),
+			"stripe pedido-fo-unreach:autorizar-v1 failed provider_unreachable",
+			"mercadopago pedido-fo-unreach:autorizar-v2 succeeded ")
+	})
+
+	t.Run("RetryRefusedAfterAWrittenTryStaysUnknown", func(t *testing.T) {
+		t.Parallel()
+		base := providertest.OnceThenRefused(t)
+		s := newFailoverShop(t, apitest.Options{WrapProvider: func(provider.Provider) provider.Provider {
+			return stripe.New(stripe.Config{APIBase: base, MaxNetworkRetries: 1})
+		}})
+		r := create(s.Env, "k-fo-written", bothCardsBody("pedido-fo-written"))
+		wantStatus(t, r, http.StatusAccepted)
+		p := r.JSON(t)
+		if p["status"] != "unknown" || p["provider"] != "stripe" || p["attempt"] != float64(1) {
+			t.Fatalf("payment %s", r.Body)
+		}
+		if n := countOp(s.Sim, "mp_create"); n != 0 {
+			t.Fatalf("%d requests at Mercado Pago, want none", n)
+		}
+	})
+
+	t.Run("CircuitOpensOnUnreachableFirstSends", func(t *testing.T) {
+		t.Parallel()
+		closed := providertest.ClosedURL(t)
+		s := newFailoverShop(t, apitest.Options{CircuitFailures: 2, WrapProvider: func(provider.Provider) provider.Provider {
+			return stripe.New(stripe.Config{APIBase: closed})
+		}})
+		for i := range 2 {
+			wantStatus(t, create(s.Env, fmt.Sprintf("k-fo-c%d", i), bothCardsBody(fmt.Sprintf("pedido-fo-c%d", i))), http.StatusCreated)
+		}
+		// Open: the next create skips Stripe without an attempt there.
+		r := create(s.Env, "k-fo-c2", bothCardsBody("pedido-fo-c2"))
+		wantStatus(t, r, http.StatusCreated)
+		p := r.JSON(t)
+		wantAttempts(t, attemptTrail(t, s.Env, p["id"].(string)), "mercadopago pedido-fo-c2:autorizar-v1 succeeded ")
+	})
+}
+
 // wantFailedUnreachable checks a create's answer and its one attempt:
 // failed, provider_unreachable.
 func wantFailedUnreachable(t *testing.T, e *apitest.Env, r *apitest.Response) {
