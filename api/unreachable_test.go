@@ -125,7 +125,8 @@ func TestFailoverOnUnreachable(t *testing.T) {
 	t.Run("CircuitOpensOnUnreachableFirstSends", func(t *testing.T) {
 		t.Parallel()
 		closed := providertest.ClosedURL(t)
-		s := newFailoverShop(t, apitest.Options{CircuitFailures: 2, WrapProvider: func(provider.Provider) provider.Provider {
+		// A cooldown no test outlives: the circuit stays open.
+		s := newFailoverShop(t, apitest.Options{CircuitFailures: 2, CircuitCooldown: time.Hour, WrapProvider: func(provider.Provider) provider.Provider {
 			return stripe.New(stripe.Config{APIBase: closed})
 		}})
 		for i := range 2 {
