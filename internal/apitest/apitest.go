@@ -82,9 +82,6 @@ type Options struct {
 	// CircuitCooldown PROVIDER_CIRCUIT_COOLDOWN (default 30s).
 	CircuitFailures int
 	CircuitCooldown time.Duration
-	// StripeAPIBase, when set, is where the instances send Stripe's calls
-	// instead of the simulator (an address that refuses connections, say).
-	StripeAPIBase string
 	// MercadoPagoAPIBase is the same for Mercado Pago's calls.
 	MercadoPagoAPIBase string
 	// WrapProvider, when set, wraps every instance's provider adapter, so a
@@ -219,9 +216,6 @@ func (e *Env) instanceConfig() app.Config {
 		MercadoPagoKeyRetention: e.Opts.MercadoPagoKeyRetention, CircuitFailures: e.Opts.CircuitFailures, CircuitCooldown: e.Opts.CircuitCooldown,
 		Logger: e.Logger(), Now: e.Clock.Now,
 		WrapProvider: e.Opts.WrapProvider, WrapStore: e.Opts.WrapStore,
-	}
-	if e.Opts.StripeAPIBase != "" {
-		c.StripeAPIBase = e.Opts.StripeAPIBase
 	}
 	if e.Opts.MercadoPagoAPIBase != "" {
 		c.MercadoPagoAPIBase = e.Opts.MercadoPagoAPIBase

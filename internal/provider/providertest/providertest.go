@@ -871,7 +871,7 @@ func wantUnreachable(t *testing.T, a provider.Answer, code string, err error) {
 
 // ClosedURL is the base URL of a port that was just listening and is now
 // closed: connections are refused.
-func ClosedURL(t *testing.T) string {
+func ClosedURL(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -36,7 +36,7 @@ func unreachedTests(t *testing.T, at TransportAt) {
 		// client, when set, replaces the adapter's own.
 		client func() *http.Client
 	}{
-		{"ConnectionRefused", ClosedURL, nil},
+		{"ConnectionRefused", func(t *testing.T) string { return ClosedURL(t) }, nil},
 		{"NameNotResolved", func(*testing.T) string { return "http://api.provider.invalid" }, nil},
 		{"UntrustedCertificate", func(t *testing.T) string {
 			srv := httptest.NewTLSServer(http.NotFoundHandler())
