@@ -108,11 +108,19 @@ type routeMatchBody struct {
 // ParseRouting decodes and checks a routing for an account that has
 // credentials for the providers in have.
 func ParseRouting(body []byte, have []string) (Routing, error) {
-	var b RoutingBody
-	if err := DecodeStrict(body, &b); err != nil {
+	b, err := DecodeRouting(body)
+	if err != nil {
 		return Routing{}, err
 	}
 	return b.Check(have)
+}
+
+// DecodeRouting decodes a routing strictly; Check validates it once the
+// account's providers are known.
+func DecodeRouting(body []byte) (RoutingBody, error) {
+	var b RoutingBody
+	err := DecodeStrict(body, &b)
+	return b, err
 }
 
 // Check validates a decoded routing against the providers the account has
