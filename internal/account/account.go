@@ -336,6 +336,15 @@ func summarize(r Row, now time.Time) Summary {
 	return sum
 }
 
+// Summary returns one account without its secrets; it decrypts nothing.
+func (s *Service) Summary(ctx context.Context, id string) (Summary, error) {
+	row, err := s.store.AccountGetByID(ctx, id)
+	if err != nil {
+		return Summary{}, err
+	}
+	return summarize(row, s.now()), nil
+}
+
 // Get returns an account by id.
 func (s *Service) Get(ctx context.Context, id string) (Account, error) {
 	row, err := s.store.AccountGetByID(ctx, id)
