@@ -38,7 +38,11 @@ func TestAdminAccountRoutingPutGet(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	created := adminPost(e, `{"name":"Loja Rota","stripe_secret_key":"sk_test_routing","mercadopago_access_token":"`+mpTokenOne+`"}`)
 	wantStatus(t, created, http.StatusCreated)
-	id := created.JSON(t)["id"].(string)
+	id, apiKey := created.JSON(t)["id"].(string), created.JSON(t)["api_key"].(string)
+	// An authenticated key is cached; setting a routing drops it here.
+	if a, err := e.Accounts.Authenticate(context.Background(), apiKey); err != nil || a.Routing != nil {
+		t.Fatalf("before any routing: %+v, %v", a.Routing, err)
+	}
 
 	get := adminRouting(e, http.MethodGet, id, "")
 	wantStatus(t, get, http.StatusOK)
@@ -71,6 +75,9 @@ func TestAdminAccountRoutingPutGet(t *testing.T) {
 	pix := payment.CreateRequest{PaymentMethod: "pix", Currency: "BRL", Amount: 2000}
 	if got := m.Route(pix); !slices.Equal(got, []string{"mercadopago", "stripe"}) {
 		t.Fatalf("a Pix routes to %v, want mercadopago then stripe", got)
+	}
+	if a, err := e.Accounts.Authenticate(context.Background(), apiKey); err != nil || !slices.Equal(a.Merchant().Route(pix), []string{"mercadopago", "stripe"}) {
+		t.Fatalf("the authenticated account after the change: %+v, %v", a.Routing, err)
 	}
 	card := payment.CreateRequest{PaymentMethod: "pm_card_visa", Currency: "BRL", Amount: 2000}
 	if got := m.Route(card); !slices.Equal(got, []string{"stripe"}) {
