@@ -93,6 +93,59 @@ func (s *Server) setAccountProvider(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sum)
 }
 
+// setRoutingRequest is an account's routing (CONTRACT §15); actor and
+// reason are optional, as for provider credentials, and go to the log.
+type setRoutingRequest struct {
+	payment.RoutingBody
+	Actor  string `json:"actor"`
+	Reason string `json:"reason"`
+}
+
+func (s *Server) setAccountRouting(w http.ResponseWriter, r *http.Request) {
+	body, err := readJSON(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req setRoutingRequest
+	if err := payment.DecodeStrict(body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if utf8.RuneCountInString(req.Actor) > maxActorLen || utf8.RuneCountInString(req.Reason) > maxReasonLen {
+		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, "actor is at most %d and reason at most %d characters", maxActorLen, maxReasonLen))
+		return
+	}
+	id := chi.URLParam(r, "id")
+	if !payment.ValidText(id) {
+		s.writeError(w, r, payment.ErrNotFound)
+		return
+	}
+	rt, err := s.accounts.SetRouting(r.Context(), id, req.RoutingBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "account routing set", slog.String("account_id", id),
+		slog.Int("rules", len(rt.Rules)), slog.String("default", strings.Join(rt.Default, ",")),
+		slog.String("actor", req.Actor), slog.String("reason", req.Reason))
+	writeJSON(w, http.StatusOK, rt)
+}
+
+func (s *Server) getAccountRouting(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if !payment.ValidText(id) {
+		s.writeError(w, r, payment.ErrNotFound)
+		return
+	}
+	rt, err := s.accounts.Routing(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rt)
+}
+
 // adminAction is the body of mutating admin calls: who acts and why, both
 // kept in the audit trail.
 type adminAction struct {

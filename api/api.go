@@ -157,6 +157,8 @@ func (s *Server) Handler() http.Handler {
 		r.Use(adminOnly(s.log, s.adminToken, s.authLimiter))
 		r.With(identityBody).Post("/accounts", s.createAccount)
 		r.With(identityBody).Put("/accounts/{id}/providers/{provider}", s.setAccountProvider)
+		r.With(identityBody).Put("/accounts/{id}/routing", s.setAccountRouting)
+		r.Get("/accounts/{id}/routing", s.getAccountRouting)
 		r.Get("/payments", s.adminListPayments)
 		r.Get("/payments/{id}", s.adminGetPayment)
 		r.With(identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)

@@ -593,6 +593,27 @@ func (e ResolveDiscrepancyRequestAction) Valid() bool {
 	}
 }
 
+// Defines values for RouteMatchPaymentMethod.
+const (
+	Boleto RouteMatchPaymentMethod = "boleto"
+	Card   RouteMatchPaymentMethod = "card"
+	Pix    RouteMatchPaymentMethod = "pix"
+)
+
+// Valid indicates whether the value is a known member of the RouteMatchPaymentMethod enum.
+func (e RouteMatchPaymentMethod) Valid() bool {
+	switch e {
+	case Boleto:
+		return true
+	case Card:
+		return true
+	case Pix:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StuckPaymentObject.
 const (
 	StuckPaymentObjectPayment StuckPaymentObject = "payment"
@@ -1510,6 +1531,11 @@ type Problem struct {
 // ProblemCode Stable machine-readable error code.
 type ProblemCode string
 
+// ProviderList Providers in order of preference, each one the account has credentials for, at most once.
+//
+// Example: ["mercadopago","stripe"]
+type ProviderList = []string
+
 // Refund defines model for Refund.
 type Refund struct {
 	// Amount Integer amount in minor units (for zero-decimal currencies such as
@@ -1562,6 +1588,48 @@ type ResolveDiscrepancyRequest struct {
 // provider's state only once the refund succeeded.
 type ResolveDiscrepancyRequestAction string
 
+// RouteMatch What a routing rule matches; every field is optional, and an empty match matches every create.
+type RouteMatch struct {
+	// Currency An ISO 4217 code, compared case-insensitively; stored upper case.
+	//
+	// Example: BRL
+	Currency *string `json:"currency,omitempty"`
+
+	// MaxAmount The largest amount matched (minor units, inclusive); not less than `min_amount`.
+	MaxAmount *int `json:"max_amount,omitempty"`
+
+	// MinAmount The smallest amount matched (minor units, inclusive).
+	MinAmount *int `json:"min_amount,omitempty"`
+
+	// PaymentMethod `card` (a card token or `payment_methods`), `pix` or `boleto`.
+	PaymentMethod *RouteMatchPaymentMethod `json:"payment_method,omitempty"`
+}
+
+// RouteMatchPaymentMethod `card` (a card token or `payment_methods`), `pix` or `boleto`.
+type RouteMatchPaymentMethod string
+
+// Routing An account's routing of creates to providers.
+type Routing struct {
+	// Default Providers in order of preference, each one the account has credentials for, at most once.
+	//
+	// Example: ["mercadopago","stripe"]
+	Default ProviderList `json:"default"`
+
+	// Rules Rules in order; the first that matches wins.
+	Rules []RoutingRule `json:"rules"`
+}
+
+// RoutingRule A rule; the first whose match a create matches gives its providers.
+type RoutingRule struct {
+	// Match What a routing rule matches; every field is optional, and an empty match matches every create.
+	Match RouteMatch `json:"match"`
+
+	// Providers Providers in order of preference, each one the account has credentials for, at most once.
+	//
+	// Example: ["mercadopago","stripe"]
+	Providers ProviderList `json:"providers"`
+}
+
 // SetAccountProviderRequest One provider's credentials, as the path's provider names them.
 type SetAccountProviderRequest struct {
 	// Actor Who makes the change; logged.
@@ -1581,6 +1649,23 @@ type SetAccountProviderRequest struct {
 
 	// WebhookSecret The Stripe webhook signing secret of the account, checked as `stripe_secret_key` is.
 	WebhookSecret *string `json:"webhook_secret,omitempty"`
+}
+
+// SetAccountRoutingRequest The routing to store, with who sets it and why.
+type SetAccountRoutingRequest struct {
+	// Actor Who makes the change; logged.
+	Actor *string `json:"actor,omitempty"`
+
+	// Default Providers in order of preference, each one the account has credentials for, at most once.
+	//
+	// Example: ["mercadopago","stripe"]
+	Default ProviderList `json:"default"`
+
+	// Reason Why; logged.
+	Reason *string `json:"reason,omitempty"`
+
+	// Rules Rules in order; the first that matches wins. Omitted means none.
+	Rules *[]RoutingRule `json:"rules,omitempty"`
 }
 
 // StuckPayment A payment in the admin stuck list, with `needs_attention`.
@@ -1776,6 +1861,9 @@ type WebhookEndpointList struct {
 // WebhookEndpointListObject defines model for WebhookEndpointList.Object.
 type WebhookEndpointListObject string
 
+// AccountIdPath defines model for AccountIdPath.
+type AccountIdPath = string
+
 // AttemptsAfter defines model for AttemptsAfter.
 type AttemptsAfter = int64
 
@@ -1849,6 +1937,22 @@ type AdminCreateAccountParams struct {
 
 // AdminSetAccountProviderParams defines parameters for AdminSetAccountProvider.
 type AdminSetAccountProviderParams struct {
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminGetAccountRoutingParams defines parameters for AdminGetAccountRouting.
+type AdminGetAccountRoutingParams struct {
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AdminSetAccountRoutingParams defines parameters for AdminSetAccountRouting.
+type AdminSetAccountRoutingParams struct {
 	// XRequestId A request id to correlate logs; kept when it matches
 	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
 	// the `X-Request-Id` response header and in problem documents.
@@ -2443,6 +2547,9 @@ type AdminCreateAccountJSONRequestBody = CreateAccountRequest
 // AdminSetAccountProviderJSONRequestBody defines body for AdminSetAccountProvider for application/json ContentType.
 type AdminSetAccountProviderJSONRequestBody = SetAccountProviderRequest
 
+// AdminSetAccountRoutingJSONRequestBody defines body for AdminSetAccountRouting for application/json ContentType.
+type AdminSetAccountRoutingJSONRequestBody = SetAccountRoutingRequest
+
 // AdminResolveDiscrepancyJSONRequestBody defines body for AdminResolveDiscrepancy for application/json ContentType.
 type AdminResolveDiscrepancyJSONRequestBody = ResolveDiscrepancyRequest
 
@@ -2904,6 +3011,49 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
 	AdminSetAccountProvider(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, body AdminSetAccountProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminGetAccountRouting Show an account's routing
+	//
+	// The routing the account's creates follow. Without one set, the
+	// answer is what the account effectively uses: no rules, and its
+	// providers in the order they were added as `default`.
+	//
+	// Corresponds with GET /admin/v1/accounts/{id}/routing (the `AdminGetAccountRouting` operationId).
+	AdminGetAccountRouting(ctx context.Context, id AccountIdPath, params *AdminGetAccountRoutingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminSetAccountRoutingWithBody Set an account's routing
+	//
+	// Replaces the account's routing. A create goes to the providers of
+	// the first rule whose `match` it matches (every match field is
+	// optional; `payment_method` is `card` for a card token or
+	// `payment_methods`; amounts are inclusive), in order of preference,
+	// or to `default` when no rule matches. Every provider named must be
+	// one the account has credentials for, at most once per list; at most
+	// 50 rules. Currencies are stored upper case. `actor` and `reason` are
+	// optional and logged. An instance may route by the former routing
+	// for up to 30 s.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /admin/v1/accounts/{id}/routing (the `AdminSetAccountRouting` operationId).
+	AdminSetAccountRoutingWithBody(ctx context.Context, id AccountIdPath, params *AdminSetAccountRoutingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminSetAccountRouting Set an account's routing
+	//
+	// Replaces the account's routing. A create goes to the providers of
+	// the first rule whose `match` it matches (every match field is
+	// optional; `payment_method` is `card` for a card token or
+	// `payment_methods`; amounts are inclusive), in order of preference,
+	// or to `default` when no rule matches. Every provider named must be
+	// one the account has credentials for, at most once per list; at most
+	// 50 rules. Currencies are stored upper case. `actor` and `reason` are
+	// optional and logged. An instance may route by the former routing
+	// for up to 30 s.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /admin/v1/accounts/{id}/routing (the `AdminSetAccountRouting` operationId).
+	AdminSetAccountRouting(ctx context.Context, id AccountIdPath, params *AdminSetAccountRoutingParams, body AdminSetAccountRoutingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminListDiscrepancies Differences between final payments and the provider
 	//
@@ -3570,6 +3720,79 @@ func (c *Client) AdminSetAccountProviderWithBody(ctx context.Context, id string,
 // Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
 func (c *Client) AdminSetAccountProvider(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, body AdminSetAccountProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminSetAccountProviderRequest(c.Server, id, provider, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminGetAccountRouting Show an account's routing
+//
+// The routing the account's creates follow. Without one set, the
+// answer is what the account effectively uses: no rules, and its
+// providers in the order they were added as `default`.
+//
+// Corresponds with GET /admin/v1/accounts/{id}/routing (the `AdminGetAccountRouting` operationId).
+func (c *Client) AdminGetAccountRouting(ctx context.Context, id AccountIdPath, params *AdminGetAccountRoutingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminGetAccountRoutingRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminSetAccountRoutingWithBody Set an account's routing
+//
+// Replaces the account's routing. A create goes to the providers of
+// the first rule whose `match` it matches (every match field is
+// optional; `payment_method` is `card` for a card token or
+// `payment_methods`; amounts are inclusive), in order of preference,
+// or to `default` when no rule matches. Every provider named must be
+// one the account has credentials for, at most once per list; at most
+// 50 rules. Currencies are stored upper case. `actor` and `reason` are
+// optional and logged. An instance may route by the former routing
+// for up to 30 s.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /admin/v1/accounts/{id}/routing (the `AdminSetAccountRouting` operationId).
+func (c *Client) AdminSetAccountRoutingWithBody(ctx context.Context, id AccountIdPath, params *AdminSetAccountRoutingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminSetAccountRoutingRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminSetAccountRouting Set an account's routing
+//
+// Replaces the account's routing. A create goes to the providers of
+// the first rule whose `match` it matches (every match field is
+// optional; `payment_method` is `card` for a card token or
+// `payment_methods`; amounts are inclusive), in order of preference,
+// or to `default` when no rule matches. Every provider named must be
+// one the account has credentials for, at most once per list; at most
+// 50 rules. Currencies are stored upper case. `actor` and `reason` are
+// optional and logged. An instance may route by the former routing
+// for up to 30 s.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /admin/v1/accounts/{id}/routing (the `AdminSetAccountRouting` operationId).
+func (c *Client) AdminSetAccountRouting(ctx context.Context, id AccountIdPath, params *AdminSetAccountRoutingParams, body AdminSetAccountRoutingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminSetAccountRoutingRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4682,6 +4905,117 @@ func NewAdminSetAccountProviderRequestWithBody(server string, id string, provide
 	}
 
 	operationPath := fmt.Sprintf("/admin/v1/accounts/%s/providers/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminGetAccountRoutingRequest constructs an http.Request for the AdminGetAccountRouting method
+func NewAdminGetAccountRoutingRequest(server string, id AccountIdPath, params *AdminGetAccountRoutingParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/accounts/%s/routing", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAdminSetAccountRoutingRequest calls the generic AdminSetAccountRouting builder with application/json body
+func NewAdminSetAccountRoutingRequest(server string, id AccountIdPath, params *AdminSetAccountRoutingParams, body AdminSetAccountRoutingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAdminSetAccountRoutingRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewAdminSetAccountRoutingRequestWithBody constructs an http.Request for the AdminSetAccountRouting method, with any body, and a specified content type
+func NewAdminSetAccountRoutingRequestWithBody(server string, id AccountIdPath, params *AdminSetAccountRoutingParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/v1/accounts/%s/routing", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -7045,6 +7379,51 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /admin/v1/accounts/{id}/providers/{provider} (the `AdminSetAccountProvider` operationId).
 	AdminSetAccountProviderWithResponse(ctx context.Context, id string, provider string, params *AdminSetAccountProviderParams, body AdminSetAccountProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminSetAccountProviderResponse, error)
 
+	// AdminGetAccountRoutingWithResponse Show an account's routing
+	//
+	// The routing the account's creates follow. Without one set, the
+	// answer is what the account effectively uses: no rules, and its
+	// providers in the order they were added as `default`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/v1/accounts/{id}/routing (the `AdminGetAccountRouting` operationId).
+	AdminGetAccountRoutingWithResponse(ctx context.Context, id AccountIdPath, params *AdminGetAccountRoutingParams, reqEditors ...RequestEditorFn) (*AdminGetAccountRoutingResponse, error)
+
+	// AdminSetAccountRoutingWithBodyWithResponse Set an account's routing
+	//
+	// Replaces the account's routing. A create goes to the providers of
+	// the first rule whose `match` it matches (every match field is
+	// optional; `payment_method` is `card` for a card token or
+	// `payment_methods`; amounts are inclusive), in order of preference,
+	// or to `default` when no rule matches. Every provider named must be
+	// one the account has credentials for, at most once per list; at most
+	// 50 rules. Currencies are stored upper case. `actor` and `reason` are
+	// optional and logged. An instance may route by the former routing
+	// for up to 30 s.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /admin/v1/accounts/{id}/routing (the `AdminSetAccountRouting` operationId).
+	AdminSetAccountRoutingWithBodyWithResponse(ctx context.Context, id AccountIdPath, params *AdminSetAccountRoutingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminSetAccountRoutingResponse, error)
+
+	// AdminSetAccountRoutingWithResponse Set an account's routing
+	//
+	// Replaces the account's routing. A create goes to the providers of
+	// the first rule whose `match` it matches (every match field is
+	// optional; `payment_method` is `card` for a card token or
+	// `payment_methods`; amounts are inclusive), in order of preference,
+	// or to `default` when no rule matches. Every provider named must be
+	// one the account has credentials for, at most once per list; at most
+	// 50 rules. Currencies are stored upper case. `actor` and `reason` are
+	// optional and logged. An instance may route by the former routing
+	// for up to 30 s.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /admin/v1/accounts/{id}/routing (the `AdminSetAccountRouting` operationId).
+	AdminSetAccountRoutingWithResponse(ctx context.Context, id AccountIdPath, params *AdminSetAccountRoutingParams, body AdminSetAccountRoutingJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminSetAccountRoutingResponse, error)
+
 	// AdminListDiscrepanciesWithResponse Differences between final payments and the provider
 	//
 	// What the audit (`payments reconcile --audit`, and `serve` every
@@ -7952,6 +8331,260 @@ func (r AdminSetAccountProviderResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminSetAccountProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminGetAccountRoutingResponse200Headers the declared response headers of an HTTP 200 response for AdminGetAccountRouting
+type AdminGetAccountRoutingResponse200Headers struct {
+	XRequestId *string
+}
+
+// AdminGetAccountRoutingResponse401Headers the declared response headers of an HTTP 401 response for AdminGetAccountRouting
+type AdminGetAccountRoutingResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminGetAccountRoutingResponse404Headers the declared response headers of an HTTP 404 response for AdminGetAccountRouting
+type AdminGetAccountRoutingResponse404Headers struct {
+	XRequestId *string
+}
+
+// AdminGetAccountRoutingResponse429Headers the declared response headers of an HTTP 429 response for AdminGetAccountRouting
+type AdminGetAccountRoutingResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// AdminGetAccountRoutingResponse503Headers the declared response headers of an HTTP 503 response for AdminGetAccountRouting
+type AdminGetAccountRoutingResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminGetAccountRoutingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Routing
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminGetAccountRoutingResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminGetAccountRoutingResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminGetAccountRoutingResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminGetAccountRoutingResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminGetAccountRoutingResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminGetAccountRoutingResponse) GetJSON200() *Routing {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminGetAccountRoutingResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AdminGetAccountRoutingResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminGetAccountRoutingResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminGetAccountRoutingResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminGetAccountRoutingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminGetAccountRoutingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminGetAccountRoutingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminGetAccountRoutingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminSetAccountRoutingResponse200Headers the declared response headers of an HTTP 200 response for AdminSetAccountRouting
+type AdminSetAccountRoutingResponse200Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountRoutingResponse400Headers the declared response headers of an HTTP 400 response for AdminSetAccountRouting
+type AdminSetAccountRoutingResponse400Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountRoutingResponse401Headers the declared response headers of an HTTP 401 response for AdminSetAccountRouting
+type AdminSetAccountRoutingResponse401Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountRoutingResponse404Headers the declared response headers of an HTTP 404 response for AdminSetAccountRouting
+type AdminSetAccountRoutingResponse404Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountRoutingResponse413Headers the declared response headers of an HTTP 413 response for AdminSetAccountRouting
+type AdminSetAccountRoutingResponse413Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountRoutingResponse415Headers the declared response headers of an HTTP 415 response for AdminSetAccountRouting
+type AdminSetAccountRoutingResponse415Headers struct {
+	XRequestId *string
+}
+
+// AdminSetAccountRoutingResponse429Headers the declared response headers of an HTTP 429 response for AdminSetAccountRouting
+type AdminSetAccountRoutingResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// AdminSetAccountRoutingResponse503Headers the declared response headers of an HTTP 503 response for AdminSetAccountRouting
+type AdminSetAccountRoutingResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type AdminSetAccountRoutingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Routing
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *InvalidRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *RequestTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AdminSetAccountRoutingResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminSetAccountRoutingResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminSetAccountRoutingResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminSetAccountRoutingResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AdminSetAccountRoutingResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *AdminSetAccountRoutingResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminSetAccountRoutingResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminSetAccountRoutingResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminSetAccountRoutingResponse) GetJSON200() *Routing {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminSetAccountRoutingResponse) GetApplicationproblemJSON400() *InvalidRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminSetAccountRoutingResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AdminSetAccountRoutingResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AdminSetAccountRoutingResponse) GetApplicationproblemJSON413() *RequestTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AdminSetAccountRoutingResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminSetAccountRoutingResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminSetAccountRoutingResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminSetAccountRoutingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminSetAccountRoutingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminSetAccountRoutingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminSetAccountRoutingResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12039,6 +12672,69 @@ func (c *ClientWithResponses) AdminSetAccountProviderWithResponse(ctx context.Co
 	return ParseAdminSetAccountProviderResponse(rsp)
 }
 
+// AdminGetAccountRoutingWithResponse Show an account's routing
+//
+// The routing the account's creates follow. Without one set, the
+// answer is what the account effectively uses: no rules, and its
+// providers in the order they were added as `default`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/v1/accounts/{id}/routing (the `AdminGetAccountRouting` operationId).
+func (c *ClientWithResponses) AdminGetAccountRoutingWithResponse(ctx context.Context, id AccountIdPath, params *AdminGetAccountRoutingParams, reqEditors ...RequestEditorFn) (*AdminGetAccountRoutingResponse, error) {
+	rsp, err := c.AdminGetAccountRouting(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminGetAccountRoutingResponse(rsp)
+}
+
+// AdminSetAccountRoutingWithBodyWithResponse Set an account's routing
+//
+// Replaces the account's routing. A create goes to the providers of
+// the first rule whose `match` it matches (every match field is
+// optional; `payment_method` is `card` for a card token or
+// `payment_methods`; amounts are inclusive), in order of preference,
+// or to `default` when no rule matches. Every provider named must be
+// one the account has credentials for, at most once per list; at most
+// 50 rules. Currencies are stored upper case. `actor` and `reason` are
+// optional and logged. An instance may route by the former routing
+// for up to 30 s.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /admin/v1/accounts/{id}/routing (the `AdminSetAccountRouting` operationId).
+func (c *ClientWithResponses) AdminSetAccountRoutingWithBodyWithResponse(ctx context.Context, id AccountIdPath, params *AdminSetAccountRoutingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminSetAccountRoutingResponse, error) {
+	rsp, err := c.AdminSetAccountRoutingWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminSetAccountRoutingResponse(rsp)
+}
+
+// AdminSetAccountRoutingWithResponse Set an account's routing
+//
+// Replaces the account's routing. A create goes to the providers of
+// the first rule whose `match` it matches (every match field is
+// optional; `payment_method` is `card` for a card token or
+// `payment_methods`; amounts are inclusive), in order of preference,
+// or to `default` when no rule matches. Every provider named must be
+// one the account has credentials for, at most once per list; at most
+// 50 rules. Currencies are stored upper case. `actor` and `reason` are
+// optional and logged. An instance may route by the former routing
+// for up to 30 s.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /admin/v1/accounts/{id}/routing (the `AdminSetAccountRouting` operationId).
+func (c *ClientWithResponses) AdminSetAccountRoutingWithResponse(ctx context.Context, id AccountIdPath, params *AdminSetAccountRoutingParams, body AdminSetAccountRoutingJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminSetAccountRoutingResponse, error) {
+	rsp, err := c.AdminSetAccountRouting(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminSetAccountRoutingResponse(rsp)
+}
+
 // AdminListDiscrepanciesWithResponse Differences between final payments and the provider
 //
 // What the audit (`payments reconcile --audit`, and `serve` every
@@ -13261,6 +13957,299 @@ func ParseAdminSetAccountProviderResponse(rsp *http.Response) (*AdminSetAccountP
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminSetAccountProviderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminGetAccountRoutingResponse parses an HTTP response from a AdminGetAccountRoutingWithResponse call
+func ParseAdminGetAccountRoutingResponse(rsp *http.Response) (*AdminGetAccountRoutingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminGetAccountRoutingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Routing
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminGetAccountRoutingResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminGetAccountRoutingResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminGetAccountRoutingResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminGetAccountRoutingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminGetAccountRoutingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminSetAccountRoutingResponse parses an HTTP response from a AdminSetAccountRoutingWithResponse call
+func ParseAdminSetAccountRoutingResponse(rsp *http.Response) (*AdminSetAccountRoutingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminSetAccountRoutingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Routing
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest RequestTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AdminSetAccountRoutingResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AdminSetAccountRoutingResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminSetAccountRoutingResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminSetAccountRoutingResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers AdminSetAccountRoutingResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers AdminSetAccountRoutingResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminSetAccountRoutingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminSetAccountRoutingResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/payment"
 )
 
 // accountsCommand runs `payments accounts <command>`. Flags are checked
@@ -28,6 +32,11 @@ func accountsCommand(ctx context.Context, args []string, getenv func(string) str
 	case "list":
 		var err error
 		if runIt, err = accountsList(ctx, args[1:], stdout); err != nil {
+			return err
+		}
+	case "routing":
+		var err error
+		if runIt, err = accountsRouting(ctx, args[1:], stdout); err != nil {
 			return err
 		}
 	case "rotate-api-key":
@@ -137,6 +146,56 @@ func accountsList(ctx context.Context, args []string, stdout io.Writer) (func(*a
 		}
 		return nil
 	}, nil
+}
+
+// accountsRouting parses `accounts routing` and returns what sets the
+// account's routing from --file, or prints it without, once the service
+// is open. The file is read and decoded before anything is opened.
+func accountsRouting(ctx context.Context, args []string, stdout io.Writer) (func(*account.Service) error, error) {
+	fs := flag.NewFlagSet("accounts routing", flag.ContinueOnError)
+	id := fs.String("account", "", "the account's id (acct_…)")
+	file := fs.String("file", "", "a JSON file with the routing to set: {\"rules\":[…],\"default\":[…]}")
+	if err := parseFlags(fs, args, "account"); err != nil {
+		return nil, err
+	}
+	if *file == "" {
+		return func(s *account.Service) error {
+			rt, err := s.Routing(ctx, *id)
+			if err != nil {
+				return fmt.Errorf("accounts routing: %s: %w", *id, err)
+			}
+			return json.NewEncoder(stdout).Encode(rt)
+		}, nil
+	}
+	body, err := os.ReadFile(*file)
+	if err != nil {
+		return nil, usageErrorf("accounts routing: --file: %v", err)
+	}
+	b, err := payment.DecodeRouting(body)
+	if err != nil {
+		return nil, usageErrorf("accounts routing: --file %s: %v", *file, describe(err))
+	}
+	return func(s *account.Service) error {
+		rt, err := s.SetRouting(ctx, *id, b)
+		if err != nil {
+			return fmt.Errorf("accounts routing: %s: %w", *id, describe(err))
+		}
+		return json.NewEncoder(stdout).Encode(rt)
+	}, nil
+}
+
+// describe spells out a domain error's field problems, which its message
+// alone does not name.
+func describe(err error) error {
+	var pe *payment.Error
+	if !errors.As(err, &pe) || len(pe.Fields) == 0 {
+		return err
+	}
+	parts := make([]string, 0, len(pe.Fields))
+	for _, f := range pe.Fields {
+		parts = append(parts, f.Field+" "+f.Message)
+	}
+	return fmt.Errorf("%s: %s: %w", pe.Message, strings.Join(parts, "; "), err)
 }
 
 // checkCredentialFlags names the flag of a malformed provider secret, so

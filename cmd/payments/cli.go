@@ -83,6 +83,24 @@ that long). Rotating again ends any earlier key at once: an account has at
 most two valid keys.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
+	{name: "accounts routing", synopsis: "--account ID [--file F]",
+		summary: "show an account's routing, or set it from a JSON file",
+		details: `Without --file, prints the routing the account's creates follow:
+{"rules":[…],"default":[…]}; an account without one prints no rules and its
+providers in the order they were added. With --file, sets the routing the
+file holds, in the body PUT /admin/v1/accounts/{id}/routing takes:
+
+  {"rules":[{"match":{"payment_method":"pix","currency":"BRL",
+     "min_amount":100,"max_amount":50000},"providers":["mercadopago","stripe"]}],
+   "default":["stripe"]}
+
+and prints it as stored. The first rule that matches a create gives its
+providers in order (every match field optional; payment_method is card, pix
+or boleto); default when none matches. Only providers the account has
+credentials for; at most 50 rules. A running instance may route by the
+former routing for up to 30s.
+
+settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
 	{name: "webhooks listen", synopsis: listenSynopsis,
 		summary: "receive this service's webhooks locally: verify each signature, print each event",
 		details: `Listens on --addr (default ` + defaultListenAddr + `; port 0 picks a free one) and

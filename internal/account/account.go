@@ -34,6 +34,8 @@ type Account struct {
 	MercadoPagoWebhookSecret string
 	// Providers the account has credentials for, in the order added.
 	Providers []string
+	// Routing chooses the providers of each create; nil when none is set.
+	Routing   *payment.Routing
 	CreatedAt time.Time
 }
 
@@ -41,7 +43,8 @@ type Account struct {
 // that charges, with the provider credentials it charges through.
 func (a Account) Merchant() payment.Account {
 	m := payment.Account{ID: a.ID, Credentials: provider.Credentials{SecretKey: a.StripeSecret},
-		Providers: append([]string(nil), a.Providers...), ProviderCredentials: map[string]provider.Credentials{}}
+		Providers: append([]string(nil), a.Providers...), ProviderCredentials: map[string]provider.Credentials{},
+		Routing: a.Routing}
 	for _, p := range a.Providers {
 		switch p {
 		case payment.ProviderStripe:
@@ -79,6 +82,8 @@ type Row struct {
 	// Providers in the order added; empty for accounts stored before
 	// there was a choice: Stripe alone.
 	Providers []string
+	// Routing is the payment.Routing as JSON; nil when none is set.
+	Routing []byte
 }
 
 // Store persists accounts.
@@ -96,6 +101,9 @@ type Store interface {
 	// AccountUpdateProviders locks the account's row and stores the
 	// provider columns of what update returns.
 	AccountUpdateProviders(ctx context.Context, id string, update func(Row) (Row, error)) (Row, error)
+	// AccountUpdateRouting locks the account's row and stores the routing
+	// JSON update returns.
+	AccountUpdateRouting(ctx context.Context, id string, update func(Row) ([]byte, error)) (Row, error)
 	keyStore
 }
 
@@ -328,6 +336,15 @@ func summarize(r Row, now time.Time) Summary {
 	return sum
 }
 
+// Summary returns one account without its secrets; it decrypts nothing.
+func (s *Service) Summary(ctx context.Context, id string) (Summary, error) {
+	row, err := s.store.AccountGetByID(ctx, id)
+	if err != nil {
+		return Summary{}, err
+	}
+	return summarize(row, s.now()), nil
+}
+
 // Get returns an account by id.
 func (s *Service) Get(ctx context.Context, id string) (Account, error) {
 	row, err := s.store.AccountGetByID(ctx, id)
@@ -367,7 +384,9 @@ func (s *Service) open(r Row) (Account, error) {
 			return Account{}, fmt.Errorf("account %s: decrypt %s: %w", r.ID, f.what, err)
 		}
 	}
-	return a, nil
+	var err error
+	a.Routing, err = r.routing()
+	return a, err
 }
 
 // HashAPIKey is what is stored for an API key. The key has 256 random bits,

@@ -27,7 +27,7 @@ func TestAccountsPageShowsProviders(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("accounts page: %d", res.StatusCode)
 	}
-	if !strings.Contains(page, `<td class="mono">`+a.ID+`</td><td>Loja Dupla</td><td class="providers">stripe, mercadopago</td>`) {
+	if !strings.Contains(page, `<td class="mono"><a href="/console/accounts/`+a.ID+`">`+a.ID+`</a></td><td>Loja Dupla</td><td class="providers">stripe, mercadopago</td>`) {
 		t.Fatalf("the page does not show the account's providers:\n%s", page)
 	}
 	for _, s := range []string{token, secret, "sk_test_console_both"} {

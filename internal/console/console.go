@@ -132,6 +132,8 @@ func (c *Console) Handler() http.Handler {
 		r.Post("/discrepancies/{id}/resolve", c.resolve)
 		r.Get("/accounts", c.accountsPage)
 		r.Post("/accounts", c.createAccount)
+		r.Get("/accounts/{id}", c.accountPage)
+		r.Post("/accounts/{id}/routing", c.setRouting)
 		r.Post("/sign-out", c.signOut)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -199,9 +201,12 @@ func (c *Console) requireSession(next http.Handler) http.Handler {
 		}
 		attrs := []any{slog.String("actor", s.Actor), slog.String("method", r.Method), slog.String("page", route)}
 		if id := chi.URLParam(r, "id"); id != "" {
-			if strings.Contains(route, "/discrepancies/") {
+			switch {
+			case strings.Contains(route, "/discrepancies/"):
 				attrs = append(attrs, slog.String("discrepancy_id", id))
-			} else {
+			case strings.Contains(route, "/accounts/"):
+				attrs = append(attrs, slog.String("account_id", id))
+			default:
 				attrs = append(attrs, slog.String("payment_id", id))
 			}
 		}

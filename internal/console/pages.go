@@ -71,6 +71,8 @@ type pageData struct {
 	// accounts
 	Created *createdAccount
 	Form    accountForm
+	// account
+	AccountPage *accountView
 }
 
 type statusCount struct {

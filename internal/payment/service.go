@@ -32,6 +32,9 @@ type Account struct {
 	// ProviderCredentials are the account's credentials by provider name,
 	// Stripe's included when Providers is set.
 	ProviderCredentials map[string]provider.Credentials
+	// Routing chooses the providers of each create (Route); nil means the
+	// providers in the order added.
+	Routing *Routing
 }
 
 // Provider names.

@@ -141,6 +141,28 @@ func (s *AccountStore) AccountUpdateProviders(ctx context.Context, id string, up
 	return out, err
 }
 
+// AccountUpdateRouting locks the account's row and stores the routing
+// update returns (JSON, or nil for none), so that it is checked against
+// the providers stored beside it.
+func (s *AccountStore) AccountUpdateRouting(ctx context.Context, id string, update func(account.Row) ([]byte, error)) (account.Row, error) {
+	var out account.Row
+	err := withTx(ctx, s.db, func(tx pgx.Tx) error {
+		q := s.db.q.WithTx(tx)
+		r, err := q.AccountGetByIDForUpdate(ctx, id)
+		if err != nil {
+			return translate(err)
+		}
+		routing, err := update(accountFromRow(r))
+		if err != nil {
+			return err
+		}
+		r, err = q.AccountUpdateRouting(ctx, dbsqlc.AccountUpdateRoutingParams{ID: id, Routing: routing})
+		out = accountFromRow(r)
+		return translate(err)
+	})
+	return out, err
+}
+
 // AccountIDByMercadoPagoHMAC returns the id of the account holding a
 // Mercado Pago access token with this fingerprint, or "".
 func (s *AccountStore) AccountIDByMercadoPagoHMAC(ctx context.Context, hmac []byte) (string, error) {
@@ -195,7 +217,7 @@ func accountFromRow(r dbsqlc.Account) account.Row {
 		StripeSecretHMAC: r.StripeSecretHmac, WebhookSecretEnc: r.WebhookSecretEnc, CreatedAt: r.CreatedAt,
 		PreviousAPIKeyHash: r.PreviousApiKeyHash, MercadoPagoTokenEnc: r.MercadopagoAccessTokenEnc,
 		MercadoPagoTokenHMAC: r.MercadopagoAccessTokenHmac, MercadoPagoWebhookSecretEnc: r.MercadopagoWebhookSecretEnc,
-		Providers: r.Providers}
+		Providers: r.Providers, Routing: r.Routing}
 	if r.PreviousApiKeyExpiresAt != nil {
 		row.PreviousAPIKeyExpiresAt = *r.PreviousApiKeyExpiresAt
 	}

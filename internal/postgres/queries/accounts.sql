@@ -75,3 +75,9 @@ UPDATE encryption_canary SET ciphertext = @ciphertext, updated_at = @updated_at 
 -- name: AccountSetStripeAccountID :execrows
 UPDATE accounts SET stripe_account_id = @stripe_account_id
 WHERE id = @id AND stripe_account_id IS NULL;
+
+-- name: AccountUpdateRouting :one
+-- Under the row lock the caller holds, so that the routing is checked
+-- against the providers it is stored beside.
+UPDATE accounts SET routing = @routing WHERE id = @id
+RETURNING *;

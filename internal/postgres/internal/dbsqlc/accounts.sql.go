@@ -11,7 +11,7 @@ import (
 )
 
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
 `
 
 // The current key, or the previous one of a rotation; the caller checks
@@ -37,12 +37,13 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.MercadopagoAccessTokenHmac,
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
+		&i.Routing,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -66,12 +67,13 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.MercadopagoAccessTokenHmac,
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
+		&i.Routing,
 	)
 	return i, err
 }
 
 const accountGetByIDForUpdate = `-- name: AccountGetByIDForUpdate :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts WHERE id = $1 FOR UPDATE
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Account, error) {
@@ -95,12 +97,13 @@ func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Accou
 		&i.MercadopagoAccessTokenHmac,
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
+		&i.Routing,
 	)
 	return i, err
 }
 
 const accountGetFirst = `-- name: AccountGetFirst :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts ORDER BY id LIMIT 1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts ORDER BY id LIMIT 1
 `
 
 func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
@@ -124,6 +127,7 @@ func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
 		&i.MercadopagoAccessTokenHmac,
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
+		&i.Routing,
 	)
 	return i, err
 }
@@ -181,7 +185,7 @@ INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_h
                       mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $11, $12)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing
 `
 
 type AccountInsertParams struct {
@@ -233,12 +237,13 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.MercadopagoAccessTokenHmac,
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
+		&i.Routing,
 	)
 	return i, err
 }
 
 const accountList = `-- name: AccountList :many
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers FROM accounts ORDER BY created_at, id
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts ORDER BY created_at, id
 `
 
 func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
@@ -268,6 +273,7 @@ func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
 			&i.MercadopagoAccessTokenHmac,
 			&i.MercadopagoWebhookSecretEnc,
 			&i.Providers,
+			&i.Routing,
 		); err != nil {
 			return nil, err
 		}
@@ -315,7 +321,7 @@ SET previous_api_key_hash       = api_key_hash,
     api_key_hash                = $2,
     api_key_rotated_at          = $3
 WHERE id = $4
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing
 `
 
 type AccountRotateAPIKeyParams struct {
@@ -353,6 +359,7 @@ func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIK
 		&i.MercadopagoAccessTokenHmac,
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
+		&i.Routing,
 	)
 	return i, err
 }
@@ -382,7 +389,7 @@ SET stripe_secret_enc = $1, stripe_secret_hmac = $2, webhook_secret_enc = $3,
     mercadopago_access_token_enc = $5, mercadopago_access_token_hmac = $6,
     mercadopago_webhook_secret_enc = $7, providers = $8
 WHERE id = $9
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing
 `
 
 type AccountUpdateProvidersParams struct {
@@ -429,6 +436,45 @@ func (q *Queries) AccountUpdateProviders(ctx context.Context, arg AccountUpdateP
 		&i.MercadopagoAccessTokenHmac,
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
+		&i.Routing,
+	)
+	return i, err
+}
+
+const accountUpdateRouting = `-- name: AccountUpdateRouting :one
+UPDATE accounts SET routing = $1 WHERE id = $2
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing
+`
+
+type AccountUpdateRoutingParams struct {
+	Routing []byte
+	ID      string
+}
+
+// Under the row lock the caller holds, so that the routing is checked
+// against the providers it is stored beside.
+func (q *Queries) AccountUpdateRouting(ctx context.Context, arg AccountUpdateRoutingParams) (Account, error) {
+	row := q.db.QueryRow(ctx, accountUpdateRouting, arg.Routing, arg.ID)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ApiKeyHash,
+		&i.StripeSecretEnc,
+		&i.StripeSecretHmac,
+		&i.WebhookSecretEnc,
+		&i.CreatedAt,
+		&i.EventsReadSeq,
+		&i.PreviousApiKeyHash,
+		&i.PreviousApiKeyExpiresAt,
+		&i.ApiKeyRotatedAt,
+		&i.EventsReadXid,
+		&i.StripeAccountID,
+		&i.MercadopagoAccessTokenEnc,
+		&i.MercadopagoAccessTokenHmac,
+		&i.MercadopagoWebhookSecretEnc,
+		&i.Providers,
+		&i.Routing,
 	)
 	return i, err
 }

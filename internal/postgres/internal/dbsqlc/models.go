@@ -78,6 +78,7 @@ type Account struct {
 	MercadopagoAccessTokenHmac  []byte
 	MercadopagoWebhookSecretEnc []byte
 	Providers                   []string
+	Routing                     []byte
 }
 
 type Attempt struct {
