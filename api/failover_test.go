@@ -182,3 +182,39 @@ func TestFailover(t *testing.T) {
 		}
 	})
 }
+
+// A create follows the account's routing: the first rule that matches
+// gives the providers in order, and a failover goes down that order.
+func TestCreateFollowsRouting(t *testing.T) {
+	t.Parallel()
+	s := newFailoverShop(t, apitest.Options{})
+	wantStatus(t, adminRouting(s.Env, http.MethodPut, s.Account.ID, `{"rules":[{"match":{"payment_method":"pix"},"providers":["mercadopago","stripe"]},`+
+		`{"match":{"payment_method":"card","min_amount":100000},"providers":["mercadopago","stripe"]}],"default":["stripe","mercadopago"]}`), http.StatusOK)
+	pix := func(order string) string {
+		return fmt.Sprintf(`{"order_id":%q,"amount":2500,"currency":"BRL","payment_method":"pix",%s}`, order, mpBilling)
+	}
+	for _, tc := range []struct{ order, body, provider string }{
+		{"pedido-rt-1", pix("pedido-rt-1"), "mercadopago"},
+		{"pedido-rt-2", bothCardsBody("pedido-rt-2"), "stripe"},
+		{"pedido-rt-3", strings.Replace(bothCardsBody("pedido-rt-3"), `"amount":2500`, `"amount":150000`, 1), "mercadopago"},
+		// A card token is Stripe's whatever the rule says.
+		{"pedido-rt-4", `{"order_id":"pedido-rt-4","amount":150000,"currency":"BRL","payment_method":"pm_card_visa"}`, "stripe"},
+	} {
+		r := create(s.Env, "k-"+tc.order, tc.body)
+		wantStatus(t, r, http.StatusCreated)
+		if got := r.JSON(t)["provider"]; got != tc.provider {
+			t.Fatalf("%s at %v, want %s", tc.order, got, tc.provider)
+		}
+	}
+	// Mercado Pago refuses the credentials: the Pix goes on to Stripe.
+	s.Sim.RevokeSecret(s.mpToken)
+	r := create(s.Env, "k-rt-5", pix("pedido-rt-5"))
+	wantStatus(t, r, http.StatusCreated)
+	p := r.JSON(t)
+	wantAttempts(t, attemptTrail(t, s.Env, p["id"].(string)),
+		"mercadopago pedido-rt-5:autorizar-v1 failed provider_authentication",
+		"stripe pedido-rt-5:autorizar-v2 waiting ")
+	if p["provider"] != "stripe" || p["status"] != "requires_action" {
+		t.Fatalf("payment %s", r.Body)
+	}
+}

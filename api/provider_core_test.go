@@ -105,7 +105,9 @@ func TestPaymentProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.Payments.Create(context.Background(), mpMerchant(e), "k-x", req)
+		m := mpMerchant(e)
+		m.Providers = []string{payment.ProviderMercadoPago} // nothing else can take the Pix
+		_, err = e.Payments.Create(context.Background(), m, "k-x", req)
 		if payment.ErrorCode(err) != payment.CodeInvalidRequest {
 			t.Fatalf("err %v, want invalid_request", err)
 		}

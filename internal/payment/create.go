@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
@@ -85,26 +86,18 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 }
 
 // createRoute is the providers a create may run at, in order (CONTRACT
-// §15), until routing: pix and boleto go to the account's first provider,
-// a bare card token to Stripe, and payment_methods to the account's
-// providers it names a card for. A provider that lacks what it needs is
-// never tried; when none can be, the create is an invalid request naming
-// what is missing, before anything is reserved.
+// §15): the account's routing for the payment's method, currency and
+// amount, or its providers in the order they were added. A bare card token
+// is Stripe's, so only Stripe is tried with it; payment_methods are tried
+// at the providers they name a card for. A provider that lacks what it
+// needs is never tried; when none can be, the create is an invalid request
+// naming what is missing, before anything is reserved.
 func (s *Service) createRoute(acct Account, req CreateRequest) ([]string, error) {
-	var candidates []string
-	switch {
-	case req.PaymentMethods != nil:
-		candidates = acct.Providers
-	case req.PaymentMethod == MethodPix || req.PaymentMethod == MethodBoleto:
-		candidates = acct.Providers[:min(1, len(acct.Providers))]
-	case len(acct.Providers) > 0:
-		if _, ok := acct.CredentialsFor(ProviderStripe); !ok {
-			// Sent on, a card token would fail at Stripe for want of a key.
-			return nil, Errorf(CodeInvalidRequest, "the account has no Stripe credentials: a card token (any payment_method but pix and boleto) is Stripe's")
+	candidates := acct.Route(req)
+	if req.PaymentMethods == nil && RouteMethod(req) == MethodCard {
+		if !slices.Contains(candidates, ProviderStripe) {
+			return nil, Errorf(CodeInvalidRequest, "a card token (any payment_method but pix and boleto) is Stripe's, and Stripe is not on this payment's route: send payment_methods")
 		}
-	}
-	if len(candidates) == 0 {
-		// An account from before several providers: Stripe alone.
 		candidates = []string{ProviderStripe}
 	}
 	var (
@@ -112,17 +105,14 @@ func (s *Service) createRoute(acct Account, req CreateRequest) ([]string, error)
 		missing []FieldError
 	)
 	for _, name := range candidates {
-		fe, err := s.lacks(acct, name, req)
-		if err != nil {
-			return nil, err
-		}
+		fe := s.lacks(acct, name, req)
 		if len(fe) == 0 {
 			route = append(route, name)
 		}
 		missing = append(missing, fe...)
 	}
 	if len(route) == 0 {
-		return nil, &Error{Code: CodeInvalidRequest, Message: "no provider of the account can take this payment", Fields: missing}
+		return nil, &Error{Code: CodeInvalidRequest, Message: "no provider of this payment's route can take it", Fields: missing}
 	}
 	return route, nil
 }
@@ -138,11 +128,10 @@ func (c *creating) firstProvider() string {
 	return c.route[0]
 }
 
-// lacks reports what a provider needs that the request does not carry,
-// and an error when the account cannot pay there at all.
-func (s *Service) lacks(acct Account, name string, req CreateRequest) ([]FieldError, error) {
+// lacks reports what a provider needs that the request does not carry.
+func (s *Service) lacks(acct Account, name string, req CreateRequest) []FieldError {
 	if _, err := s.ProviderFor(acct, name); err != nil {
-		return nil, Errorf(CodeInvalidRequest, "the account cannot take payments at %s: no credentials there", name)
+		return []FieldError{{Field: "provider." + name, Message: "the account has no credentials at " + name}}
 	}
 	var fe []FieldError
 	if m := req.PaymentMethods; m != nil {
@@ -156,7 +145,7 @@ func (s *Service) lacks(acct Account, name string, req CreateRequest) ([]FieldEr
 	if name == ProviderMercadoPago && (req.BillingDetails == nil || req.BillingDetails.Email == "") {
 		fe = append(fe, FieldError{Field: "billing_details.email", Message: "is required for Mercado Pago"})
 	}
-	return fe, nil
+	return fe
 }
 
 // LiveOrderError names the payment that keeps an order from a second one.

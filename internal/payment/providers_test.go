@@ -115,6 +115,10 @@ func TestCreateProvider(t *testing.T) {
 	email := &BillingDetails{Email: "a@example.com"}
 	mpCard := &provider.MercadoPagoCard{Token: "tok_APRO", PaymentMethodID: "visa", Installments: 1}
 	both := &PaymentMethods{Stripe: "pm_card_visa", MercadoPago: mpCard}
+	large := int64(50000)
+	routed := mpAccount
+	routed.Routing = &Routing{Rules: []RoutingRule{{Match: RouteMatch{PaymentMethod: MethodPix, MinAmount: &large}, Providers: []string{ProviderMercadoPago}}},
+		Default: []string{ProviderStripe, ProviderMercadoPago}}
 	for _, tc := range []struct {
 		name    string
 		acct    Account
@@ -126,7 +130,13 @@ func TestCreateProvider(t *testing.T) {
 		{"pix at the first provider", mpAccount, CreateRequest{PaymentMethod: MethodPix, BillingDetails: email}, ProviderMercadoPago, ""},
 		{"boleto at the first provider", mpAccount, CreateRequest{PaymentMethod: MethodBoleto, BillingDetails: email}, ProviderMercadoPago, ""},
 		{"a card token is stripe's", mpAccount, CreateRequest{PaymentMethod: "pm_card_visa"}, ProviderStripe, ""},
-		{"no email", mpAccount, CreateRequest{PaymentMethod: MethodPix}, "", "billing_details.email"},
+		{"no email: the next provider", mpAccount, CreateRequest{PaymentMethod: MethodPix}, ProviderStripe, ""},
+		{"no email, no other provider", Account{ID: "a", Providers: []string{ProviderMercadoPago},
+			ProviderCredentials: map[string]provider.Credentials{ProviderMercadoPago: {SecretKey: "TEST-1"}}},
+			CreateRequest{PaymentMethod: MethodPix}, "", "billing_details.email"},
+		{"routing: pix to stripe first", routed, CreateRequest{PaymentMethod: MethodPix, Currency: "BRL", Amount: 100, BillingDetails: email}, ProviderStripe, ""},
+		{"routing: a large pix to mercadopago", routed, CreateRequest{PaymentMethod: MethodPix, Currency: "BRL", Amount: 100000, BillingDetails: email}, ProviderMercadoPago, ""},
+		{"routing: a card token is still stripe's", routed, CreateRequest{PaymentMethod: "pm_card_visa", Currency: "BRL", Amount: 100}, ProviderStripe, ""},
 		{"no credentials", Account{ID: "a", Providers: []string{ProviderMercadoPago}}, CreateRequest{PaymentMethod: MethodPix, BillingDetails: email}, "", "no credentials"},
 		{"payment_methods: the first provider named", mpAccount, CreateRequest{PaymentMethods: both, BillingDetails: email}, ProviderMercadoPago, ""},
 		{"payment_methods: mercadopago lacks the email", mpAccount, CreateRequest{PaymentMethods: both}, ProviderStripe, ""},
@@ -139,7 +149,7 @@ func TestCreateProvider(t *testing.T) {
 		{"payment_methods: an account from before several providers", Account{ID: "a"}, CreateRequest{PaymentMethods: both}, ProviderStripe, ""},
 		{"a card token without stripe", Account{ID: "a", Providers: []string{ProviderMercadoPago},
 			ProviderCredentials: map[string]provider.Credentials{ProviderMercadoPago: {SecretKey: "TEST-1"}}},
-			CreateRequest{PaymentMethod: "pm_card_visa"}, "", "no Stripe credentials"},
+			CreateRequest{PaymentMethod: "pm_card_visa"}, "", "Stripe is not on this payment's route"},
 	} {
 		route, err := s.createRoute(tc.acct, tc.req)
 		if tc.wantErr != "" {
