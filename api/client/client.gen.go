@@ -1151,8 +1151,9 @@ type CreatePaymentRequest struct {
 
 	// PaymentMethods The card at each provider, instead of `payment_method`; each entry is
 	// optional, and a provider whose entry is missing is never tried. The
-	// payment runs at the first of the account's providers (in the order
-	// they were added) whose entry is here and whose other needs are met
+	// payment runs at the first provider of its route (the account's
+	// routing, or its providers in the order they were added) whose entry
+	// is here and whose other needs are met
 	// (Mercado Pago needs `billing_details.email`); when none can be
 	// tried, the create is `400 invalid_request` naming what is missing
 	// and nothing is reserved. Part of the fingerprint.
@@ -1485,8 +1486,9 @@ type PaymentListObject string
 
 // PaymentMethods The card at each provider, instead of `payment_method`; each entry is
 // optional, and a provider whose entry is missing is never tried. The
-// payment runs at the first of the account's providers (in the order
-// they were added) whose entry is here and whose other needs are met
+// payment runs at the first provider of its route (the account's
+// routing, or its providers in the order they were added) whose entry
+// is here and whose other needs are met
 // (Mercado Pago needs `billing_details.email`); when none can be
 // tried, the create is `400 invalid_request` naming what is missing
 // and nothing is reserved. Part of the fingerprint.
