@@ -72,7 +72,12 @@ type Config struct {
 	// KeyWindow is the re-send window the shared provider key retention
 	// leaves the service; default 4s.
 	KeyWindow time.Duration
-	Short     bool
+	// MPRetained gives Mercado Pago keys a retention too, at the replicas
+	// and the simulator, leaving the same re-send window as Stripe's;
+	// without it they have none (MERCADOPAGO_KEY_RETENTION=0s, the
+	// default): a Mercado Pago key is sent once and only looked up after.
+	MPRetained bool
+	Short      bool
 	// The run's database lives on a private cluster whose next xid8 starts
 	// just below a boundary chosen by Seed (a power of ten or an epoch);
 	// RestartPostgres restarts that cluster once during the run.
@@ -165,9 +170,11 @@ type runner struct {
 	dbURL               string
 	procs               []*proc
 	sim                 *proc
-	keys                keySettings
+	keys, mpKeys        keySettings
 	baseEnv             []string // of every payments process
 	secretKey, whsec    string
+	mpToken, mpSecret   string
+	adminToken          string
 	acctID, apiKey      string
 	replicas            []*proc
 	urls                []string
@@ -324,9 +331,14 @@ func (r *runner) startSimulator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.keys = keysFor(providerTimeout, r.cfg.KeyWindow)
+	r.keys = keysFor(providerTimeout, r.cfg.KeyWindow, libraryRetries)
+	r.mpKeys = keySettings{}
+	if r.cfg.MPRetained {
+		r.mpKeys = keysFor(providerTimeout, r.cfg.KeyWindow, mpLibraryRetries)
+	}
 	r.sim = &proc{name: "providersim", bin: r.simBin, addr: simAddr, health: "/_sim/stats", log: simLog,
-		env: []string{"PROVIDERSIM_ADDR=" + simAddr, "PROVIDERSIM_KEY_RETENTION=" + r.keys.Retention.String()}}
+		env: []string{"PROVIDERSIM_ADDR=" + simAddr, "PROVIDERSIM_KEY_RETENTION=" + r.keys.Retention.String(),
+			"PROVIDERSIM_MP_KEY_RETENTION=" + r.mpKeys.Retention.String(), "PROVIDERSIM_MP_SEARCH_LAG=0s"}}
 	r.procs = append(r.procs, r.sim)
 	return r.sim.start(ctx)
 }
@@ -342,21 +354,27 @@ func (r *runner) startService(ctx context.Context) error {
 		}
 		r.say("replicas reach the database through %s", serviceURL)
 	}
+	r.adminToken = randomHex(32)
 	r.baseEnv = []string{
 		"DATABASE_URL=" + serviceURL, "MIGRATE_DATABASE_URL=" + r.dbURL, "STRIPE_API_BASE=" + r.sim.url(),
 		"ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString([]byte(randomHex(16))),
 		"PROVIDER_TIMEOUT=" + providerTimeout.String(), "IN_PROGRESS_LEASE=" + inProgressLease.String(),
 		"RECONCILE_INTERVAL=" + reconcileEvery.String(), "RECONCILE_AFTER=" + reconcileAfter.String(),
 		"RECONCILE_MAX_BACKOFF=" + reconcileMaxBackoff.String(),
-		"PROVIDER_SEARCH_GRACE=" + searchGrace.String(), "LOG_LEVEL=" + r.cfg.LogLevel, "ADMIN_TOKEN=",
+		"PROVIDER_SEARCH_GRACE=" + searchGrace.String(), "LOG_LEVEL=" + r.cfg.LogLevel, "ADMIN_TOKEN=" + r.adminToken,
 		"PROVIDER_KEY_RETENTION=" + r.keys.Retention.String(),
+		"MERCADOPAGO_API_BASE=" + r.sim.url(), "MERCADOPAGO_KEY_RETENTION=" + r.mpKeys.Retention.String(),
+		"MERCADOPAGO_SEARCH_GRACE=" + searchGrace.String(),
 		// The merchant's endpoint is on this machine.
 		"WEBHOOK_ALLOW_PRIVATE=true",
 	}
 	if err := r.createAccount(ctx); err != nil {
 		return err
 	}
-	return r.startReplicas(ctx)
+	if err := r.startReplicas(ctx); err != nil {
+		return err
+	}
+	return r.addStripe(ctx)
 }
 
 // runPayments runs the payments binary once with the service's environment,
@@ -376,11 +394,14 @@ func (r *runner) runPayments(ctx context.Context, logName string, args ...string
 	return stdout.Bytes(), err
 }
 
-// createAccount creates the account, with its own provider key and webhook
-// secret.
+// createAccount creates the account with its Mercado Pago access token and
+// webhook secret; addStripe adds Stripe's after them, so that Mercado Pago
+// is the account's first provider and takes its Pix.
 func (r *runner) createAccount(ctx context.Context) error {
 	r.secretKey, r.whsec = "sk_test_chaos_"+randomHex(12), "whsec_"+randomHex(16)
-	acctOut, err := r.runPayments(ctx, "accounts", "accounts", "create", "--name", "chaos", "--stripe-key", r.secretKey, "--webhook-secret", r.whsec)
+	r.mpToken, r.mpSecret = "TEST-chaos-"+randomHex(12), randomHex(16)
+	acctOut, err := r.runPayments(ctx, "accounts", "accounts", "create", "--name", "chaos",
+		"--mercadopago-access-token", r.mpToken, "--mercadopago-webhook-secret", r.mpSecret)
 	if err != nil {
 		return fmt.Errorf("chaos: payments accounts create: %w (log: %s)", err, filepath.Join(r.logDir, "accounts.log"))
 	}
@@ -392,6 +413,30 @@ func (r *runner) createAccount(ctx context.Context) error {
 		return fmt.Errorf("chaos: accounts create printed %q", acctOut)
 	}
 	r.acctID, r.apiKey = acct.ID, acct.APIKey
+	return nil
+}
+
+// addStripe gives the account its Stripe secret key and webhook secret
+// through the admin API (PUT /admin/v1/accounts/{id}/providers/stripe).
+func (r *runner) addStripe(ctx context.Context) error {
+	body, _ := json.Marshal(map[string]string{"stripe_secret_key": r.secretKey, "webhook_secret": r.whsec,
+		"actor": "chaos", "reason": "the run's Stripe credentials"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.urls[0]+"/admin/v1/accounts/"+r.acctID+"/providers/stripe", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("chaos: add Stripe to the account: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("chaos: add Stripe to the account: %s %s", resp.Status, b)
+	}
+	r.say("account %s: providers mercadopago, stripe", r.acctID)
 	return nil
 }
 
@@ -452,9 +497,9 @@ func (r *runner) setFatal(err error) {
 func (r *runner) drive(ctx, deliverCtx context.Context) (<-chan struct{}, error) {
 	cfg, rep := r.cfg, r.rep
 	runID := "ord-" + randomHex(3)
-	r.fleet = newFleet(r.urls, r.apiKey, runID)
-	r.hooks = newWebhooks(r.sim.url(), r.secretKey, r.whsec, r.acctID, r.urls, cfg.Seed)
-	r.creds = newRotation(r.sim.url(), r.secretKey)
+	r.fleet = newFleet(r.urls, r.sim.url(), r.apiKey, runID)
+	r.hooks = newWebhooks(r.sim.url(), r.secretKey, r.whsec, r.mpToken, r.mpSecret, r.acctID, r.urls, cfg.Seed)
+	r.creds = newRotation(r.sim.url(), r.secretKey, r.mpToken)
 	runCtx, stopRun := context.WithTimeout(ctx, cfg.Duration)
 	// The fleet returns only once runCtx is done.
 	defer stopRun()
@@ -581,6 +626,8 @@ func (r *runner) settle(ctx context.Context, stopDeliver func(), deliverDone <-c
 	}
 	stopDeliver()
 	<-deliverDone
+	// The changes since the last poll, a Pix paid at the end among them.
+	r.hooks.poll(ctx)
 	r.hooks.setReplicas(r.urls[:1])
 	drainCtx, stopDrain := context.WithTimeout(ctx, 60*time.Second)
 	defer stopDrain()
@@ -656,7 +703,7 @@ func (r *runner) figures(ctx context.Context, server string, feed []string, got 
 	rep.Xid.Crossed = pgxid.Crossed(rep.Xid.Start, rep.Xid.End)
 	r.say("xid8: %s", rep.Xid)
 
-	intents, err := simIntents(ctx, r.ctl, r.sim.url(), r.secretKey)
+	recs, err := simRecords(ctx, r.ctl, r.sim.url(), r.secretKey, r.mpToken)
 	if err != nil {
 		return err
 	}
@@ -677,14 +724,18 @@ func (r *runner) figures(ctx context.Context, server string, feed []string, got 
 	if err != nil {
 		return err
 	}
-	rep.check(intents, st, r.fleet)
+	rep.check(recs, st, r.fleet)
 	rep.checkMerchant(feed, got, bad)
 	rep.checkFeed(stored, reads)
 	rep.checkRaces(reqs)
-	rep.checkResends(reqs, r.keys)
-	rep.checkNoEffect(reqs, intents, st)
-	if rep.ResolvedByLookup, err = resolvedByLookup(r.logDir, st); err != nil {
+	rep.checkResends(reqs, r.keys, r.mpKeys)
+	rep.checkNoEffect(reqs, recs, st)
+	var byProvider map[string]int
+	if rep.ResolvedByLookup, byProvider, err = resolvedByLookup(r.logDir, st); err != nil {
 		return err
+	}
+	for prov, n := range byProvider {
+		rep.of(prov).Lookups += n
 	}
 	var hookSurprises []string
 	rep.Webhooks, hookSurprises = r.hooks.snapshot()

@@ -61,10 +61,14 @@ type Report struct {
 	FailoverFailed   int
 	NotRecovered     int
 	Passes           int // reconcile --once passes
-	Intents          int
+	Intents          int // payment objects at both providers
+	// ByProvider splits the invariants and the traffic by provider
+	// (stripe, mercadopago).
+	ByProvider map[string]*providerFigures
 
 	// Key expiry.
 	Keys             keySettings
+	MPKeys           keySettings    // Mercado Pago's; a zero Retention keeps no key
 	ResolvedByLookup map[string]int // operation -> attempts a lookup settled past their window
 	LookupRequests   map[string]int // search, retrieve, list_refunds answered 200 by the provider
 	KeysResent       int            // provider keys that reached the provider more than once
@@ -141,7 +145,7 @@ func (r *Report) checkRaces(reqs []providersim.Request) {
 	for _, q := range reqs {
 		// A request refused for its credentials was turned away before
 		// anything happened: it did not reach the payment.
-		if (q.Op != "capture" && q.Op != "cancel") || q.Status == http.StatusUnauthorized {
+		if (q.Op != "capture" && q.Op != "cancel" && q.Op != "mp_update") || q.Status == http.StatusUnauthorized {
 			continue
 		}
 		order, op, ok := strings.Cut(q.IdempotencyKey, ":")
@@ -149,8 +153,9 @@ func (r *Report) checkRaces(reqs []providersim.Request) {
 			continue
 		}
 		op, _, _ = strings.Cut(op, "-")
-		// /v1/payment_intents/{id}/capture or /cancel
-		if parts := strings.Split(q.Path, "/"); len(parts) == 5 {
+		// /v1/payment_intents/{id}/capture or /cancel, or Mercado Pago's
+		// PUT /v1/payments/{id}
+		if parts := strings.Split(q.Path, "/"); len(parts) >= 4 {
 			order += " (intent " + parts[3] + ")"
 		}
 		if sent[order] == nil {
@@ -190,7 +195,8 @@ func hadEffect(q providersim.Request) bool {
 	case providersim.DropAfterEffect, providersim.DelayAfterEffect, providersim.HoldAfterEffect:
 		return true
 	}
-	return q.Status == http.StatusOK || q.Status == http.StatusPaymentRequired
+	// Mercado Pago answers a create or a refund 201, a decline included.
+	return q.Status == http.StatusOK || q.Status == http.StatusCreated || q.Status == http.StatusPaymentRequired
 }
 
 // checkNoEffect holds every attempt the service failed as having had no
@@ -205,7 +211,7 @@ func hadEffect(q providersim.Request) bool {
 // either way must have no intent at the provider. A 401 on a re-send
 // proves nothing: such an attempt must stay unknown and be settled later,
 // which the stranded figure checks. It also counts the provider's 401s.
-func (r *Report) checkNoEffect(reqs []providersim.Request, intents []providersim.Intent, st *localState) {
+func (r *Report) checkNoEffect(reqs []providersim.Request, recs []record, st *localState) {
 	byKey := keyed(reqs)
 	for _, q := range reqs {
 		if q.Status == http.StatusUnauthorized && q.Method != http.MethodPost {
@@ -223,8 +229,8 @@ func (r *Report) checkNoEffect(reqs []providersim.Request, intents []providersim
 			}
 		}
 	}
-	intentsOf := map[string][]string{} // payment id -> its intents at the provider
-	for _, in := range intents {
+	intentsOf := map[string][]string{} // payment id -> its objects at the providers
+	for _, in := range recs {
 		pid := in.Metadata["payment_id"]
 		intentsOf[pid] = append(intentsOf[pid], in.ID+" "+in.Status)
 	}
@@ -266,6 +272,7 @@ func (r *Report) checkNoEffect(reqs []providersim.Request, intents []providersim
 				contra = append(contra, answerOf(q))
 			}
 		}
+		before := len(found)
 		switch {
 		case a.FailureCode == codeAuthentication && len(qs) == 0:
 			found[a.ID] = true
@@ -281,6 +288,9 @@ func (r *Report) checkNoEffect(reqs []providersim.Request, intents []providersim
 			r.sample("false no-effect failure: attempt %s (payment %s) failed %s, but the provider has %s for the payment",
 				a.ID, a.PaymentID, a.FailureCode, strings.Join(ins, ", "))
 		}
+		if len(found) > before {
+			r.of(a.Provider).FalseNoEffect++
+		}
 	}
 	r.FalseNoEffect = len(found)
 }
@@ -293,14 +303,34 @@ func answerOf(q providersim.Request) string {
 	return s
 }
 
-// check compares the provider's effects, the database and what clients
+// check compares the providers' effects, the database and what clients
 // were shown.
-func (r *Report) check(intents []providersim.Intent, st *localState, f *fleet) {
-	r.Intents = len(intents)
-	r.checkEffects(intents, st)
-	r.checkPhantoms(intents, st)
-	r.checkShown(providerTruth(intents), st, f)
+func (r *Report) check(recs []record, st *localState, f *fleet) {
+	r.Intents = len(recs)
+	for _, in := range recs {
+		pf := r.of(in.Provider)
+		pf.Records++
+		if authorizedAtProvider(in.Intent) {
+			pf.Authorized++
+		}
+	}
+	for _, p := range st.Payments {
+		pf := r.of(p.Provider)
+		pf.Payments++
+		if p.Status == "captured" {
+			pf.Captured++
+		}
+	}
+	for id := range st.Refunds {
+		r.of(st.providerOf(st.RefundPayment[id])).Refunds++
+	}
+	r.checkEffects(recs, st)
+	r.checkPhantoms(recs, st)
+	r.checkShown(providerTruth(recs), st, f)
 	r.Stranded, r.StrandedAttempts, r.StrandedRefunds = st.UnresolvedPayments, st.UnresolvedAttempts, st.UnresolvedRefunds
+	for prov, n := range st.strandedBy() {
+		r.of(prov).Stranded += n
+	}
 	if r.Stranded+r.StrandedAttempts+r.StrandedRefunds > 0 {
 		r.sample("stranded: %d payments, %d attempts, %d refunds still processing/unknown after reconciliation",
 			r.Stranded, r.StrandedAttempts, r.StrandedRefunds)
@@ -308,17 +338,17 @@ func (r *Report) check(intents []providersim.Intent, st *localState, f *fleet) {
 	r.Deliveries = st.Deliveries
 }
 
-// checkEffects holds each authorization at the provider against its local
-// payment (lost payments, amounts), and counts the orders authorized more
-// than once.
-func (r *Report) checkEffects(intents []providersim.Intent, st *localState) {
-	byOrder := map[string][]string{}
-	for _, in := range intents {
-		if !authorizedAtProvider(in) {
+// checkEffects holds each authorization at either provider against its
+// local payment (lost payments, amounts), and counts the orders
+// authorized more than once, at one provider or across both.
+func (r *Report) checkEffects(recs []record, st *localState) {
+	byOrder := map[string][]record{}
+	for _, in := range recs {
+		if !authorizedAtProvider(in.Intent) {
 			continue
 		}
 		order := in.Metadata["order_id"]
-		byOrder[order] = append(byOrder[order], in.ID)
+		byOrder[order] = append(byOrder[order], in)
 		p := st.ByProviderID[in.ID]
 		if p == nil {
 			p = st.Payments[in.Metadata["payment_id"]]
@@ -327,17 +357,20 @@ func (r *Report) checkEffects(intents []providersim.Intent, st *localState) {
 		switch {
 		case p == nil:
 			r.LostPayments++
-			r.sample("lost payment: intent %s (%s, order %s, payment_id %s) has no local payment", in.ID, in.Status, order, in.Metadata["payment_id"])
+			r.of(in.Provider).LostPayments++
+			r.sample("lost payment: %s %s (%s, order %s, payment_id %s) has no local payment", provName(in.Provider), in.ID, in.Status, order, in.Metadata["payment_id"])
 			continue
 		case p.Status != want:
 			r.LostPayments++
-			r.sample("lost payment: intent %s is %s at the provider, payment %s is %s locally (want %s)", in.ID, in.Status, p.ID, p.Status, want)
+			r.of(in.Provider).LostPayments++
+			r.sample("lost payment: %s %s is %s at the provider, payment %s is %s locally (want %s)", provName(in.Provider), in.ID, in.Status, p.ID, p.Status, want)
 			continue
 		}
 		if in.Status == "succeeded" && (p.AmountCaptured != in.AmountReceived || p.AmountRefunded != in.AmountRefunded) {
 			r.AmountMismatches++
-			r.sample("amounts: payment %s captured %d refunded %d locally, %d and %d at the provider (intent %s)",
-				p.ID, p.AmountCaptured, p.AmountRefunded, in.AmountReceived, in.AmountRefunded, in.ID)
+			r.of(in.Provider).AmountMismatches++
+			r.sample("amounts: payment %s captured %d refunded %d locally, %d and %d at the provider (%s %s)",
+				p.ID, p.AmountCaptured, p.AmountRefunded, in.AmountReceived, in.AmountRefunded, provName(in.Provider), in.ID)
 		}
 	}
 	orders := make([]string, 0, len(byOrder))
@@ -346,42 +379,57 @@ func (r *Report) checkEffects(intents []providersim.Intent, st *localState) {
 	}
 	sort.Strings(orders)
 	for _, o := range orders {
-		if ids := byOrder[o]; len(ids) > 1 {
-			r.DoubleCharges++
-			r.sample("double charge: order %s authorized %d times at the provider: %s", o, len(ids), strings.Join(ids, ", "))
+		ins := byOrder[o]
+		if len(ins) < 2 {
+			continue
 		}
+		names := make([]string, len(ins))
+		for i, in := range ins {
+			names[i] = in.Provider + " " + in.ID
+		}
+		r.DoubleCharges++
+		r.of(ins[len(ins)-1].Provider).DoubleCharges++
+		r.sample("double charge: order %s authorized %d times at the providers: %s", o, len(ins), strings.Join(names, ", "))
 	}
 }
 
 // checkPhantoms counts the local successes the provider has no
-// authorization for.
-func (r *Report) checkPhantoms(intents []providersim.Intent, st *localState) {
-	intentByID := make(map[string]providersim.Intent, len(intents))
-	for _, in := range intents {
-		intentByID[in.ID] = in
+// authorization for, and the local cancels it has no object for.
+func (r *Report) checkPhantoms(recs []record, st *localState) {
+	byID := make(map[string]record, len(recs))
+	for _, in := range recs {
+		byID[in.ID] = in
 	}
 	for _, p := range st.Payments {
+		in, ok := byID[p.ProviderID]
 		switch p.Status {
-		case "authorized", "captured", "canceled":
+		case "authorized", "captured":
+		case "canceled":
+			if ok && in.Status == "canceled" {
+				// Released after a hold, or a Pix or Boleto that lapsed
+				// or was canceled unpaid.
+				continue
+			}
 		default:
 			continue
 		}
-		if in, ok := intentByID[p.ProviderID]; ok && authorizedAtProvider(in) {
+		if ok && authorizedAtProvider(in.Intent) {
 			continue // a state mismatch was counted as a lost payment by checkEffects
 		}
 		r.Phantoms++
-		r.sample("phantom: payment %s (order %s) is %s locally; the provider shows no such authorization (intent %q)", p.ID, p.OrderID, p.Status, p.ProviderID)
+		r.of(p.Provider).Phantoms++
+		r.sample("phantom: payment %s (order %s) is %s locally; the provider shows no such authorization (%s %q)", p.ID, p.OrderID, p.Status, provName(p.Provider), p.ProviderID)
 	}
 }
 
-// providerTruth is what the provider says became of each payment (by
+// providerTruth is what the providers say became of each payment (by
 // metadata payment_id): the truth a client's answer is held against too.
-func providerTruth(intents []providersim.Intent) map[string]string {
+func providerTruth(recs []record) map[string]string {
 	truth := map[string]string{}
-	for _, in := range intents {
+	for _, in := range recs {
 		pid := in.Metadata["payment_id"]
 		switch {
-		case authorizedAtProvider(in):
+		case authorizedAtProvider(in.Intent):
 			truth[pid] = localFor[in.Status]
 		case in.Status == "requires_payment_method" && in.LatestCharge != "" && truth[pid] == "":
 			truth[pid] = "declined"
@@ -405,24 +453,31 @@ func (r *Report) checkShown(truth map[string]string, st *localState, f *fleet) {
 	for _, o := range f.obs {
 		p := st.Payments[o.PaymentID]
 		provider, known := truth[o.PaymentID]
+		prov := st.providerOf(o.PaymentID)
 		switch {
 		case p == nil:
 			r.Lies++
+			r.of(prov).Lies++
 			r.sample("lie: order %s was shown payment %s %s (%s), which the database does not have", o.Order, o.PaymentID, o.Status, o.Via)
 		case !reaches(o.Status, p.Status, p.ID):
 			r.Lies++
+			r.of(prov).Lies++
 			r.sample("lie: order %s was shown payment %s %s (%s); it ended %s", o.Order, o.PaymentID, o.Status, o.Via, p.Status)
 		case known && !reaches(o.Status, provider, p.ID):
 			r.Lies++
+			r.of(prov).Lies++
 			r.sample("lie: order %s was shown payment %s %s (%s); the provider has it %s", o.Order, o.PaymentID, o.Status, o.Via, provider)
 		case !known && (o.Status == "authorized" || o.Status == "captured"):
 			r.Lies++
+			r.of(prov).Lies++
 			r.sample("lie: order %s was shown payment %s %s (%s); the provider never authorized it", o.Order, o.PaymentID, o.Status, o.Via)
 		}
 	}
 	for _, rs := range f.refunds {
+		prov := st.providerOf(st.RefundPayment[rs.RefundID])
 		if got := st.Refunds[rs.RefundID]; got != rs.Status {
 			r.Lies++
+			r.of(prov).Lies++
 			r.sample("lie: order %s was shown refund %s %s; it ended %q", rs.Order, rs.RefundID, rs.Status, got)
 		}
 	}
@@ -454,8 +509,11 @@ func (r *Report) Print(w io.Writer) {
 	line("lost webhooks", "%d (events of the feed never delivered to the merchant's endpoint; bad signatures %d)",
 		r.Merchant.Lost, r.Merchant.BadSignatures)
 	line("feed errors", "%s", r.Feed)
+	r.providerLines(line)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)
+	line("pix", "%d orders paid with Pix at Mercado Pago (QR code shown %d, paid by the customer %d, read back captured %d)",
+		c.PixOrders, c.PixShown, c.PixPaid, c.PixSeen)
 	line("client operations", "captures %d, cancels %d, refunds %d; capture-vs-cancel races %d, double full refunds %d",
 		c.Captures, c.Cancels, c.Refunds, c.RacedOps, c.RacedRefunds)
 	line("requests", "%d to the service (%s; transport errors %d, abandoned by impatient clients %d); %d at the provider",
@@ -467,11 +525,11 @@ func (r *Report) Print(w io.Writer) {
 	line("faults injected", "%d (drop after effect %d, 500 before effect %d, delay past timeout %d)", total,
 		r.Faults[providersim.DropAfterEffect], r.Faults[providersim.Error500BeforeEffect], r.Faults[providersim.DelayAfterEffect])
 	k, lk := r.Keys, r.ResolvedByLookup
-	line("key expiry", "PROVIDER_KEY_RETENTION %s at the replicas and the simulator (margin %s, re-send window %s); "+
+	line("key expiry", "PROVIDER_KEY_RETENTION %s at the replicas and the simulator (margin %s, re-send window %s); MERCADOPAGO_KEY_RETENTION %s; "+
 		"%d attempts settled by a lookup past their window (authorizations %d, captures %d, cancels %d, refunds %d); "+
 		"lookups answered by the provider: search %d, retrieve %d, list_refunds %d; keys sent more than once %d, all inside their window unless counted above; "+
 		"keys past the provider's retention by the end %d",
-		k.Retention, k.Margin, k.Window, r.Lookups(), lk["autorizar"], lk["capturar"], lk["cancelar"], lk["estornar"],
+		k.Retention, k.Margin, k.Window, r.MPKeys, r.Lookups(), lk["autorizar"], lk["capturar"], lk["cancelar"], lk["estornar"],
 		r.LookupRequests["search"], r.LookupRequests["retrieve"], r.LookupRequests["list_refunds"], r.KeysResent, r.KeysForgotten)
 	rf := r.Refused
 	line("credential rotation", "%d revocations of the secret key (%s revoked in all); 401s at the provider %d (first sends %d, re-sends %d, lookups %d); "+
@@ -494,12 +552,12 @@ func (r *Report) Print(w io.Writer) {
 	line("replays", "%d (Idempotent-Replayed: true)", c.Replays)
 	line("conflicts", "%d 409s (idempotency_key_in_use %d, order_has_active_payment %d, invalid_state %d, refund_exceeds_captured %d)",
 		c.ByStatus[409], c.Codes["idempotency_key_in_use"], c.Codes["order_has_active_payment"], c.Codes["invalid_state"], c.Codes["refund_exceeds_captured"])
-	line("webhooks", "%d events, %d deliveries answered (late %d, duplicated %d, retried %d, abandoned %d); service outcomes: %s",
-		r.Webhooks.Events, r.Webhooks.Sent, r.Webhooks.Late, r.Webhooks.Duplicates, r.Webhooks.Retried, r.Webhooks.Abandoned, outcomeList(r.Webhooks.Outcomes))
+	line("webhooks", "%d events (Mercado Pago notifications %d), %d deliveries answered (late %d, duplicated %d, retried %d, abandoned %d); service outcomes: %s",
+		r.Webhooks.Events, r.Webhooks.MPEvents, r.Webhooks.Sent, r.Webhooks.Late, r.Webhooks.Duplicates, r.Webhooks.Retried, r.Webhooks.Abandoned, outcomeList(r.Webhooks.Outcomes))
 	m := r.Merchant
 	line("merchant webhooks", "%d events in the feed, %d delivered to the merchant's endpoint, %d lost; %d duplicate deliveries (allowed: at least once); %d delivered events the last read of the feed did not serve yet",
 		m.Events, m.Received, m.Lost, m.Duplicates, m.Later)
-	line("provider effects", "%d intents; authorizations %d, declines %d, captures %d, cancels %d, refunds %d, replays %d",
+	line("provider effects", "%d payment objects (Stripe intents and Mercado Pago payments); authorizations %d, declines %d, captures %d, cancels %d, refunds %d, replays %d",
 		r.Intents, r.Sim.Authorizations, r.Sim.Declines, r.Sim.Captures, r.Sim.Cancels, r.Sim.Refunds, r.Sim.Replays)
 	line("reconcile --once", "%d passes until nothing was unresolved", r.Passes)
 	if len(r.Samples) > 0 {

@@ -13,20 +13,21 @@ import (
 // what clients were shown.
 type world struct {
 	intents []providersim.Intent
+	mp      []providersim.MPPayment // Mercado Pago's payments
 	st      *localState
 	f       *fleet
 	reqs    []providersim.Request // the provider's log
 }
 
 func newWorld() *world {
-	return &world{st: newLocalState(), f: newFleet(nil, "", "test")}
+	return &world{st: newLocalState(), f: newFleet(nil, "", "", "test")}
 }
 
 // t0 is when the synthetic provider log begins.
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // testKeys is a six-second re-send window.
-var testKeys = keysFor(time.Second, 6*time.Second)
+var testKeys = keysFor(time.Second, 6*time.Second, libraryRetries)
 
 // sent logs a request with a provider key, at an offset from t0.
 func (w *world) sent(op, key string, at time.Duration, status int, fault providersim.FaultKind) {
@@ -64,10 +65,11 @@ func (w *world) shown(order, paymentID, status string) {
 
 func (w *world) check() *Report {
 	r := &Report{}
-	r.check(w.intents, w.st, w.f)
+	recs := append(stripeRecords(w.intents), mpRecords(w.mp)...)
+	r.check(recs, w.st, w.f)
 	r.checkRaces(w.reqs)
-	r.checkResends(w.reqs, testKeys)
-	r.checkNoEffect(w.reqs, w.intents, w.st)
+	r.checkResends(w.reqs, testKeys, keySettings{})
+	r.checkNoEffect(w.reqs, recs, w.st)
 	return r
 }
 
@@ -205,7 +207,7 @@ func TestCheck(t *testing.T) {
 		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_2c (payment pay_2, key o2:capturar-v1) failed no_effect_at_provider"},
 		{"LateResend", func(w *world) {
 			w.sent("authorize", "o1:autorizar-v1", 8*time.Second, http.StatusOK, "")
-		}, func(r *Report) int { return r.LateResends }, "late re-send: key o1:autorizar-v1 reached the provider 8s after its first send"},
+		}, func(r *Report) int { return r.LateResends }, "late re-send: key o1:autorizar-v1 reached stripe 8s after its first send"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -27,7 +27,14 @@ const (
 	impatientShare    = 0.10 // orders whose client gives up on requests after 30–700 ms and retries
 	raceOpsShare      = 0.05 // of authorized payments: capture and cancel sent at once (one must lose)
 	raceRefundShare   = 0.15 // of refunds: two full refunds at once with different keys (one must lose)
+	pixShare          = 0.25 // Pix at Mercado Pago (the account's first provider), automatic capture
+	pixPaidShare      = 0.85 // of Pix shown to the customer: paid through the simulator
 )
+
+// pixWait bounds how long a client reads a paid Pix before it gives up on
+// seeing it captured: the service learns of the payment from Mercado
+// Pago's notification, or from its poll a minute later.
+const pixWait = 90 * time.Second
 
 // Bounds of how long an impatient client waits for an answer: short
 // enough to walk away in the middle of the provider call or between the
@@ -41,15 +48,22 @@ var declinedCards = []string{"pm_card_chargeDeclined", "pm_card_chargeDeclinedIn
 
 // payment is the part of the payment object the fleet reads.
 type payment struct {
-	ID             string `json:"id"`
-	OrderID        string `json:"order_id"`
-	Status         string `json:"status"`
-	Amount         int64  `json:"amount"`
-	AmountCaptured int64  `json:"amount_captured"`
-	AmountRefunded int64  `json:"amount_refunded"`
+	ID                string `json:"id"`
+	OrderID           string `json:"order_id"`
+	Status            string `json:"status"`
+	Provider          string `json:"provider"`
+	ProviderPaymentID string `json:"provider_payment_id"`
+	Amount            int64  `json:"amount"`
+	AmountCaptured    int64  `json:"amount_captured"`
+	AmountRefunded    int64  `json:"amount_refunded"`
 }
 
+// finalStatus tells an answer the service has settled; a payment that
+// waits for the customer (requires_action, pending) is settled too, but
+// not final for the order.
 func finalStatus(s string) bool { return s != "" && s != "processing" && s != "unknown" }
+
+func waiting(s string) bool { return s == "requires_action" || s == "pending" }
 
 // observation is a final result a client was shown.
 type observation struct {
@@ -93,6 +107,10 @@ type tally struct {
 	RacedOps        int // capture against cancel
 	RacedRefunds    int // two full refunds at once
 	RetriedFailed   int // orders tried again with a new key after a failed payment
+	PixOrders       int // orders paid with Pix at Mercado Pago
+	PixShown        int // of those: shown a QR code (requires_action)
+	PixPaid         int // of those: paid by the customer
+	PixSeen         int // of those: read back captured
 	NewOpKeys       int // captures, cancels and refunds asked again with a new key after failing without effect
 }
 
@@ -101,6 +119,7 @@ type tally struct {
 // replicas until a final answer or the end of the run.
 type fleet struct {
 	replicas []string
+	simURL   string // where the customer pays a Pix
 	apiKey   string
 	runID    string
 	http     *http.Client
@@ -152,9 +171,9 @@ func (f *fleet) failoverFigures() (time.Duration, int) {
 	return f.recovered, f.failedDuring
 }
 
-func newFleet(replicas []string, apiKey, runID string) *fleet {
+func newFleet(replicas []string, simURL, apiKey, runID string) *fleet {
 	return &fleet{
-		replicas: replicas, apiKey: apiKey, runID: runID,
+		replicas: replicas, simURL: simURL, apiKey: apiKey, runID: runID,
 		http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
 			MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second,
 		}},
@@ -189,7 +208,7 @@ func (f *fleet) bump(fn func(t *tally)) {
 }
 
 func (f *fleet) observe(order string, p *payment, via string) {
-	if !finalStatus(p.Status) {
+	if !finalStatus(p.Status) || waiting(p.Status) {
 		return
 	}
 	f.mu.Lock()
@@ -389,6 +408,9 @@ func (f *fleet) newOrder(ctx context.Context, rng *rand.Rand) (_ context.Context
 // after a decline (another card) or a failure; nil when no final answer
 // came.
 func (f *fleet) pay(ctx context.Context, rng *rand.Rand, order string, bad bool) *payment {
+	if rng.Float64() < pixShare {
+		return f.payPix(ctx, rng, order, bad)
+	}
 	capture := "automatic"
 	if rng.Float64() < manualShare {
 		capture = "manual"
@@ -418,6 +440,88 @@ func (f *fleet) pay(ctx context.Context, rng *rand.Rand, order string, bad bool)
 		p = f.create(ctx, rng, order, bad, "ck-"+order+"-2", body(card))
 	}
 	return p
+}
+
+// payPix creates a Pix at Mercado Pago (the account's first provider)
+// until the service shows its QR code, once more with a new key after a
+// failure, then has the customer pay it at the simulator and reads the
+// payment until it is captured. A Pix the customer walks away from is
+// returned waiting; nil when no answer came.
+func (f *fleet) payPix(ctx context.Context, rng *rand.Rand, order string, bad bool) *payment {
+	f.bump(func(t *tally) { t.PixOrders++ })
+	amount := 100 + rng.Int64N(99_900)
+	body, _ := json.Marshal(map[string]any{"order_id": order, "amount": amount, "currency": "BRL",
+		"payment_method": "pix", "billing_details": billingDetails(order),
+		"metadata": map[string]string{"cart": "chaos"}})
+	p := f.create(ctx, rng, order, bad, "ck-"+order+"-1", body)
+	if p != nil && p.Status == "failed" {
+		f.bump(func(t *tally) { t.RetriedFailed++ })
+		sleep(ctx, time.Second+time.Duration(rng.Int64N(int64(2*time.Second))))
+		p = f.create(ctx, rng, order, bad, "ck-"+order+"-2", body)
+	}
+	if p == nil || p.Status != "requires_action" {
+		return p
+	}
+	f.bump(func(t *tally) { t.PixShown++ })
+	if rng.Float64() >= pixPaidShare {
+		return p // the customer walks away; the Pix waits until it expires
+	}
+	sleep(ctx, 200*time.Millisecond+time.Duration(rng.Int64N(int64(1500*time.Millisecond))))
+	if !f.payAtProvider(ctx, p) {
+		return nil
+	}
+	f.bump(func(t *tally) { t.PixPaid++ })
+	return f.awaitPaid(ctx, rng, order, p)
+}
+
+// billingDetails is the payer of an order: Mercado Pago needs the email;
+// the service takes billing details whole (name, email, CPF, address).
+func billingDetails(order string) map[string]any {
+	return map[string]any{"name": "Chaos Buyer", "email": "buyer-" + order + "@example.com", "tax_id": "52998224725",
+		"address": map[string]string{"line1": "Av. Paulista 1000", "city": "São Paulo", "state": "SP", "postal_code": "01310-100", "country": "BR"}}
+}
+
+// payAtProvider is the customer paying a Pix at the simulator.
+func (f *fleet) payAtProvider(ctx context.Context, p *payment) bool {
+	if p.ProviderPaymentID == "" {
+		f.mu.Lock()
+		f.unexpected = append(f.unexpected, fmt.Sprintf("order %s: Pix payment %s requires action without a provider_payment_id", p.OrderID, p.ID))
+		f.mu.Unlock()
+		return false
+	}
+	target := f.simURL + "/_sim/mp/payments/" + p.ProviderPaymentID + "/pay"
+	for try := 0; try < 5 && ctx.Err() == nil; try++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, nil)
+		if err != nil {
+			return false
+		}
+		resp, err := f.http.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+	return false
+}
+
+// awaitPaid reads a paid Pix until the service shows it final (captured),
+// for at most pixWait; nil when it did not.
+func (f *fleet) awaitPaid(ctx context.Context, rng *rand.Rand, order string, p *payment) *payment {
+	deadline := time.Now().Add(pixWait)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		sleep(ctx, 300*time.Millisecond+time.Duration(rng.Int64N(int64(700*time.Millisecond))))
+		q := f.get(ctx, rng, p.ID)
+		if q == nil || !finalStatus(q.Status) || waiting(q.Status) {
+			continue
+		}
+		f.observe(order, q, "GET /v1/payments/{id} after the Pix was paid")
+		if q.Status == "captured" {
+			f.bump(func(t *tally) { t.PixSeen++ })
+		}
+		return q
+	}
+	return nil
 }
 
 // captureOrCancel captures or cancels an authorized payment (now and then

@@ -17,22 +17,23 @@ const (
 )
 
 // rotation plays a credential rotation gone wrong: at random moments the
-// account's secret key is revoked at the provider for a few seconds, then
-// restored. The provider checks credentials before it looks at the
+// account's Stripe secret key and Mercado Pago access token are revoked at
+// their providers for a few seconds, then restored. The provider checks credentials before it looks at the
 // Idempotency-Key, so a first send answered 401 had no effect and fails
 // its payment, while a re-send answered 401 proves nothing and must stay
 // unknown until the key works again.
 type rotation struct {
-	simURL, secretKey string
-	http              *http.Client
+	simURL string
+	keys   []string // Stripe's secret key, Mercado Pago's access token
+	http   *http.Client
 
 	mu          sync.Mutex
 	revocations int
 	revoked     time.Duration
 }
 
-func newRotation(simURL, secretKey string) *rotation {
-	return &rotation{simURL: simURL, secretKey: secretKey, http: &http.Client{Timeout: 30 * time.Second}}
+func newRotation(simURL string, keys ...string) *rotation {
+	return &rotation{simURL: simURL, keys: keys, http: &http.Client{Timeout: 30 * time.Second}}
 }
 
 // run revokes the key at random moments, a mean of every apart, until ctx
@@ -40,7 +41,6 @@ func newRotation(simURL, secretKey string) *rotation {
 // ends during a revocation: reconciliation after the run needs it.
 func (c *rotation) run(ctx context.Context, every time.Duration, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 0xc0de))
-	body := map[string]string{"secret_key": c.secretKey}
 	for {
 		sleep(ctx, every/2+time.Duration(rng.Int64N(int64(every))))
 		if ctx.Err() != nil {
@@ -48,16 +48,16 @@ func (c *rotation) run(ctx context.Context, every time.Duration, seed uint64) er
 		}
 		hold := minRevoked + time.Duration(rng.Int64N(int64(maxRevoked-minRevoked)))
 		start := time.Now()
-		if err := simControl(ctx, c.http, http.MethodPost, c.simURL+"/_sim/secrets/revoke", body); err != nil {
+		if err := c.revoke(ctx); err != nil {
 			// The revocation may have landed before the error.
-			rerr := c.restore(body)
+			rerr := c.restore()
 			if ctx.Err() != nil {
 				return rerr
 			}
 			return err
 		}
 		sleep(ctx, hold)
-		if err := c.restore(body); err != nil {
+		if err := c.restore(); err != nil {
 			return err
 		}
 		c.mu.Lock()
@@ -67,10 +67,24 @@ func (c *rotation) run(ctx context.Context, every time.Duration, seed uint64) er
 	}
 }
 
-func (c *rotation) restore(body map[string]string) error {
+func (c *rotation) revoke(ctx context.Context) error {
+	for _, k := range c.keys {
+		if err := simControl(ctx, c.http, http.MethodPost, c.simURL+"/_sim/secrets/revoke", map[string]string{"secret_key": k}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *rotation) restore() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return simControl(ctx, c.http, http.MethodPost, c.simURL+"/_sim/secrets/restore", body)
+	for _, k := range c.keys {
+		if err := simControl(ctx, c.http, http.MethodPost, c.simURL+"/_sim/secrets/restore", map[string]string{"secret_key": k}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *rotation) snapshot() (int, time.Duration) {

@@ -73,6 +73,7 @@ func dropDatabase(ctx context.Context, server, name string) error {
 // localPayment is a payment as the service stored it.
 type localPayment struct {
 	ID, OrderID, Status, ProviderID string
+	Provider                        string
 	FailureCode                     string
 	Attempt                         int
 	AmountCaptured, AmountRefunded  int64
@@ -81,6 +82,7 @@ type localPayment struct {
 // localAttempt is one try at the provider, as the service stored it.
 type localAttempt struct {
 	ID, PaymentID, Operation, ProviderKey, Status, FailureCode string
+	Provider                                                   string
 }
 
 // localState is what the database holds once the run is over. It is read
@@ -91,6 +93,7 @@ type localState struct {
 	ByProviderID       map[string]*localPayment
 	Attempts           map[string]*localAttempt // by id
 	Refunds            map[string]string        // refund id -> status
+	RefundPayment      map[string]string        // refund id -> payment id
 	UnresolvedPayments int
 	UnresolvedAttempts int
 	UnresolvedRefunds  int
@@ -115,7 +118,8 @@ func unresolved(ctx context.Context, dbURL string) (payments, attempts, refunds 
 
 func newLocalState() *localState {
 	return &localState{Payments: map[string]*localPayment{}, ByProviderID: map[string]*localPayment{},
-		Attempts: map[string]*localAttempt{}, Refunds: map[string]string{}, Deliveries: map[string]int{}}
+		Attempts: map[string]*localAttempt{}, Refunds: map[string]string{}, RefundPayment: map[string]string{},
+		Deliveries: map[string]int{}}
 }
 
 func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
@@ -126,13 +130,13 @@ func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
 	defer conn.Close(ctx)
 	st := newLocalState()
 	rows, err := conn.Query(ctx, `SELECT id, order_id, status, coalesce(provider_payment_id, ''), coalesce(failure_code, ''),
-		attempt, amount_captured, amount_refunded FROM payments`)
+		attempt, amount_captured, amount_refunded, provider FROM payments`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		p := &localPayment{}
-		if err := rows.Scan(&p.ID, &p.OrderID, &p.Status, &p.ProviderID, &p.FailureCode, &p.Attempt, &p.AmountCaptured, &p.AmountRefunded); err != nil {
+		if err := rows.Scan(&p.ID, &p.OrderID, &p.Status, &p.ProviderID, &p.FailureCode, &p.Attempt, &p.AmountCaptured, &p.AmountRefunded, &p.Provider); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -144,13 +148,13 @@ func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = conn.Query(ctx, `SELECT id, payment_id, operation, provider_key, status, coalesce(failure_code, '') FROM attempts`)
+	rows, err = conn.Query(ctx, `SELECT id, payment_id, operation, provider_key, status, coalesce(failure_code, ''), provider FROM attempts`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		a := &localAttempt{}
-		if err := rows.Scan(&a.ID, &a.PaymentID, &a.Operation, &a.ProviderKey, &a.Status, &a.FailureCode); err != nil {
+		if err := rows.Scan(&a.ID, &a.PaymentID, &a.Operation, &a.ProviderKey, &a.Status, &a.FailureCode, &a.Provider); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -159,17 +163,17 @@ func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = conn.Query(ctx, `SELECT id, status FROM refunds`)
+	rows, err = conn.Query(ctx, `SELECT id, status, payment_id FROM refunds`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
-		var id, status string
-		if err := rows.Scan(&id, &status); err != nil {
+		var id, status, pid string
+		if err := rows.Scan(&id, &status, &pid); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		st.Refunds[id] = status
+		st.Refunds[id], st.RefundPayment[id] = status, pid
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -192,4 +196,38 @@ func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
 	}
 	st.UnresolvedPayments, st.UnresolvedAttempts, st.UnresolvedRefunds, err = unresolved(ctx, dbURL)
 	return st, err
+}
+
+// providerOf is the provider of a local payment; Stripe's when unknown.
+func (st *localState) providerOf(paymentID string) string {
+	if p := st.Payments[paymentID]; p != nil && p.Provider != "" {
+		return p.Provider
+	}
+	return provStripe
+}
+
+// strandedBy counts, by provider, the payments, attempts and refunds still
+// processing or unknown.
+func (st *localState) strandedBy() map[string]int {
+	out := map[string]int{}
+	for _, p := range st.Payments {
+		if !resolved(p.Status) {
+			out[st.providerOf(p.ID)]++
+		}
+	}
+	for _, a := range st.Attempts {
+		if !resolved(a.Status) {
+			prov := a.Provider
+			if prov == "" {
+				prov = st.providerOf(a.PaymentID)
+			}
+			out[prov]++
+		}
+	}
+	for id, status := range st.Refunds {
+		if !resolved(status) {
+			out[st.providerOf(st.RefundPayment[id])]++
+		}
+	}
+	return out
 }

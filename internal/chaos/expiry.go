@@ -27,8 +27,10 @@ import (
 const (
 	// libraryRetries is stripe-go's MaxNetworkRetries in cmd/payments.
 	libraryRetries = 2
-	retryBackoff   = 5 * time.Second // the longest pause between two of its sends
-	clockSkew      = time.Minute
+	// mpLibraryRetries: the Mercado Pago adapter never retries a call.
+	mpLibraryRetries = 0
+	retryBackoff     = 5 * time.Second // the longest pause between two of its sends
+	clockSkew        = time.Minute
 	// resendTolerance covers the time between the service's last look at
 	// its window and the simulator's logging the request's arrival.
 	resendTolerance = time.Second
@@ -44,14 +46,22 @@ func resendMargin(timeout time.Duration, retries int) time.Duration {
 }
 
 // keySettings is the provider key retention the replicas and the simulator
-// share, and the re-send window it leaves the service.
+// share, and the re-send window it leaves the service. A zero Retention
+// keeps no key: each is sent once and never again.
 type keySettings struct {
 	Retention, Margin, Window time.Duration
 }
 
-func keysFor(timeout, window time.Duration) keySettings {
-	m := resendMargin(timeout, libraryRetries)
+func keysFor(timeout, window time.Duration, retries int) keySettings {
+	m := resendMargin(timeout, retries)
 	return keySettings{Retention: m + window, Margin: m, Window: window}
+}
+
+func (k keySettings) String() string {
+	if k.Retention == 0 {
+		return "0s (keys sent once, never re-sent)"
+	}
+	return fmt.Sprintf("%s (margin %s, re-send window %s)", k.Retention, k.Margin, k.Window)
 }
 
 // keyed groups the provider's log of mutating requests by Idempotency-Key,
@@ -59,7 +69,8 @@ func keysFor(timeout, window time.Duration) keySettings {
 func keyed(reqs []providersim.Request) map[string][]providersim.Request {
 	out := map[string][]providersim.Request{}
 	for _, q := range reqs {
-		if q.Method == http.MethodPost && q.IdempotencyKey != "" {
+		// Mercado Pago captures and cancels are PUTs.
+		if q.Method != http.MethodGet && q.IdempotencyKey != "" {
 			out[q.IdempotencyKey] = append(out[q.IdempotencyKey], q)
 		}
 	}
@@ -70,25 +81,30 @@ func keyed(reqs []providersim.Request) map[string][]providersim.Request {
 	return out
 }
 
-// checkResends reads the provider's log: no provider key may reach the
+// checkResends reads the providers' log: no provider key may reach its
 // provider after its re-send window. The window starts at the attempt's
 // creation, before its first send, so measuring from the first arrival
 // is never stricter than the service's rule. A key re-sent that late is a
 // second charge, capture or refund as soon as the provider has forgotten
-// it. It also counts the keys sent more than once, the lookups the
-// provider answered and the keys it had forgotten by the end.
-func (r *Report) checkResends(reqs []providersim.Request, keys keySettings) {
-	r.Keys = keys
+// it. A provider that keeps no key (Mercado Pago's retention 0s) has no
+// window: its keys are sent once, and a second arrival is a violation. It
+// also counts the keys sent more than once, the lookups the providers
+// answered and the keys they had forgotten by the end.
+func (r *Report) checkResends(reqs []providersim.Request, keys, mpKeys keySettings) {
+	r.Keys, r.MPKeys = keys, mpKeys
 	r.LookupRequests = map[string]int{}
 	var end time.Time
 	for _, q := range reqs {
 		if q.Time.After(end) {
 			end = q.Time
 		}
+		if q.Fault != "" {
+			r.of(reqProvider(q)).Faults++
+		}
 		switch q.Op {
-		case "search", "retrieve", "list_refunds":
+		case "search", "retrieve", "list_refunds", "mp_search", "mp_retrieve", "mp_list_refunds":
 			if q.Status == http.StatusOK {
-				r.LookupRequests[q.Op]++
+				r.LookupRequests[strings.TrimPrefix(q.Op, "mp_")]++
 			}
 		}
 	}
@@ -100,17 +116,30 @@ func (r *Report) checkResends(reqs []providersim.Request, keys keySettings) {
 	sort.Strings(names)
 	for _, k := range names {
 		qs := byKey[k]
+		prov, ks := reqProvider(qs[0]), keys
+		if prov == provMP {
+			ks = mpKeys
+		}
 		first, last := qs[0].Time, qs[len(qs)-1].Time
-		if !first.Add(keys.Retention).After(end) {
+		if ks.Retention == 0 || !first.Add(ks.Retention).After(end) {
 			r.KeysForgotten++
 		}
 		if len(qs) > 1 {
 			r.KeysResent++
+			r.of(prov).KeysResent++
 		}
-		if late := last.Sub(first); late > keys.Window+resendTolerance {
+		late := last.Sub(first)
+		switch {
+		case ks.Retention == 0 && len(qs) > 1:
 			r.LateResends++
-			r.sample("late re-send: key %s reached the provider %s after its first send (%d sends); the re-send window is %s",
-				k, late.Round(time.Millisecond), len(qs), keys.Window)
+			r.of(prov).LateResends++
+			r.sample("late re-send: key %s reached %s %d times, the last %s after the first; it keeps no key, so none may be re-sent",
+				k, prov, len(qs), late.Round(time.Millisecond))
+		case ks.Retention > 0 && late > ks.Window+resendTolerance:
+			r.LateResends++
+			r.of(prov).LateResends++
+			r.sample("late re-send: key %s reached %s %s after its first send (%d sends); the re-send window is %s",
+				k, prov, late.Round(time.Millisecond), len(qs), ks.Window)
 		}
 	}
 }
@@ -131,25 +160,26 @@ type lookupLine struct {
 // provider's log cannot tie to an attempt. A retrieve of an authorization
 // is left out: it reads an intent whose id is already known, inside the
 // window or not. Only attempts the database shows resolved count.
-func resolvedByLookup(logDir string, st *localState) (map[string]int, error) {
+func resolvedByLookup(logDir string, st *localState) (byOp, byProvider map[string]int, err error) {
 	files, err := filepath.Glob(filepath.Join(logDir, "replica-*.log"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files = append(files, filepath.Join(logDir, "reconcile.log"))
 	ops := map[string]string{} // attempt id -> operation
 	for _, name := range files {
 		if err := scanLookups(name, ops); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	out := map[string]int{}
+	byOp, byProvider = map[string]int{}, map[string]int{}
 	for id, op := range ops {
 		if a := st.Attempts[id]; a != nil && resolved(a.Status) {
-			out[op]++
+			byOp[op]++
+			byProvider[a.Provider]++
 		}
 	}
-	return out, nil
+	return byOp, byProvider, nil
 }
 
 func scanLookups(name string, ops map[string]string) error {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -26,10 +27,13 @@ const (
 	duplicateShare = 0.30 // of those: delivered a second time
 )
 
-// event is a signed-at-send-time Stripe event built from a simulator intent.
+// event is a signed-at-send-time Stripe event built from a simulator
+// intent, or a Mercado Pago notification about one of its payments
+// (dataID set).
 type event struct {
 	id, typ string
 	payload []byte
+	dataID  string
 }
 
 type delivery struct {
@@ -41,6 +45,7 @@ type delivery struct {
 // webhookTally counts deliveries and the service's answers.
 type webhookTally struct {
 	Events     int            // distinct events chosen for delivery
+	MPEvents   int            // of which Mercado Pago notifications
 	Sent       int            // HTTP deliveries answered
 	Duplicates int            // deliveries of an event already delivered once
 	Late       int            // events first delivered 5–20 s after the change
@@ -54,6 +59,7 @@ type webhookTally struct {
 // and out of order, the way Stripe may.
 type webhooks struct {
 	simURL, secretKey, secret, accountID string
+	mpToken, mpSecret                    string
 	replicas                             []string
 	http                                 *http.Client
 
@@ -65,47 +71,69 @@ type webhooks struct {
 	unexpected []string
 }
 
-func newWebhooks(simURL, secretKey, secret, accountID string, replicas []string, seed uint64) *webhooks {
-	return &webhooks{simURL: simURL, secretKey: secretKey, secret: secret, accountID: accountID, replicas: replicas,
+func newWebhooks(simURL, secretKey, secret, mpToken, mpSecret, accountID string, replicas []string, seed uint64) *webhooks {
+	return &webhooks{simURL: simURL, secretKey: secretKey, secret: secret, mpToken: mpToken, mpSecret: mpSecret,
+		accountID: accountID, replicas: replicas,
 		http: &http.Client{Timeout: 15 * time.Second}, rng: rand.New(rand.NewPCG(seed, 0xbeef)),
 		decided: map[string]bool{}, t: webhookTally{Outcomes: map[string]int{}}}
 }
 
-// generate polls the simulator's intents until ctx is done and schedules
-// events for the changes it chooses.
+// generate polls the simulator's payment objects until ctx is done and
+// schedules events for the changes it chooses.
 func (w *webhooks) generate(ctx context.Context) {
 	for ctx.Err() == nil {
-		intents, err := simIntents(ctx, w.http, w.simURL, w.secretKey)
-		if err == nil {
-			w.schedule(intents, time.Now())
-		}
+		w.poll(ctx)
 		sleep(ctx, 1500*time.Millisecond)
 	}
 }
 
-func (w *webhooks) schedule(intents []providersim.Intent, now time.Time) {
+// poll reads both providers' objects once and schedules their events.
+func (w *webhooks) poll(ctx context.Context) {
+	now := time.Now()
+	if intents, err := simIntents(ctx, w.http, w.simURL, w.secretKey); err == nil {
+		var evs []event
+		for _, in := range intents {
+			evs = append(evs, intentEvents(in, now)...)
+		}
+		w.schedule(evs, now)
+	}
+	if payments, err := simMPPayments(ctx, w.http, w.simURL, w.mpToken); err == nil {
+		var evs []event
+		for _, p := range payments {
+			evs = append(evs, mpEvent(p, now))
+		}
+		w.schedule(evs, now)
+	}
+}
+
+// schedule decides, once per event, whether and when it is delivered.
+// Every notification of a paid Pix is delivered: the service learns of
+// the customer's payment from it (or from a poll a minute later), as it
+// does from Mercado Pago, which notifies every change.
+func (w *webhooks) schedule(evs []event, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, in := range intents {
-		for _, ev := range intentEvents(in, now) {
-			if w.decided[ev.id] {
-				continue
-			}
-			w.decided[ev.id] = true
-			if w.rng.Float64() >= webhookShare {
-				continue
-			}
-			w.t.Events++
-			due := now.Add(time.Duration(w.rng.Int64N(int64(3 * time.Second))))
-			if w.rng.Float64() < lateShare {
-				w.t.Late++
-				due = now.Add(5*time.Second + time.Duration(w.rng.Int64N(int64(15*time.Second))))
-			}
-			w.queue = append(w.queue, &delivery{ev: ev, due: due})
-			if w.rng.Float64() < duplicateShare {
-				w.t.Duplicates++
-				w.queue = append(w.queue, &delivery{ev: ev, due: due.Add(200*time.Millisecond + time.Duration(w.rng.Int64N(int64(8*time.Second))))})
-			}
+	for _, ev := range evs {
+		if w.decided[ev.id] {
+			continue
+		}
+		w.decided[ev.id] = true
+		if w.rng.Float64() >= webhookShare && ev.typ != mpPixPaid {
+			continue
+		}
+		w.t.Events++
+		if ev.dataID != "" {
+			w.t.MPEvents++
+		}
+		due := now.Add(time.Duration(w.rng.Int64N(int64(3 * time.Second))))
+		if w.rng.Float64() < lateShare {
+			w.t.Late++
+			due = now.Add(5*time.Second + time.Duration(w.rng.Int64N(int64(15*time.Second))))
+		}
+		w.queue = append(w.queue, &delivery{ev: ev, due: due})
+		if w.rng.Float64() < duplicateShare {
+			w.t.Duplicates++
+			w.queue = append(w.queue, &delivery{ev: ev, due: due.Add(200*time.Millisecond + time.Duration(w.rng.Int64N(int64(8*time.Second))))})
 		}
 	}
 }
@@ -154,14 +182,10 @@ func (w *webhooks) send(ctx context.Context, d *delivery) {
 	w.mu.Lock()
 	base := w.replicas[w.rng.IntN(len(w.replicas))]
 	w.mu.Unlock()
-	// Stripe signs each delivery attempt with its own timestamp.
-	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: d.ev.payload, Secret: w.secret, Timestamp: time.Now()})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/webhooks/stripe/"+w.accountID, bytes.NewReader(d.ev.payload))
+	req, err := w.request(ctx, base, d.ev)
 	if err != nil {
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Stripe-Signature", signed.Header)
 	resp, err := w.http.Do(req)
 	var body []byte
 	if err == nil {
@@ -193,6 +217,64 @@ func (w *webhooks) send(ctx context.Context, d *delivery) {
 		w.t.Sent++
 		w.unexpected = append(w.unexpected, fmt.Sprintf("webhook %s %s: %d %s", d.ev.typ, d.ev.id, resp.StatusCode, bytes.TrimSpace(body)))
 	}
+}
+
+// request builds one delivery of an event, signed now: Stripe's with
+// Stripe-Signature, Mercado Pago's with x-signature over data.id and a
+// fresh x-request-id, data.id and type in the query as Mercado Pago sends
+// them.
+func (w *webhooks) request(ctx context.Context, base string, ev event) (*http.Request, error) {
+	if ev.dataID == "" {
+		signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: ev.payload, Secret: w.secret, Timestamp: time.Now()})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/webhooks/stripe/"+w.accountID, bytes.NewReader(ev.payload))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Stripe-Signature", signed.Header)
+		return req, nil
+	}
+	target := base + "/webhooks/mercadopago/" + w.accountID + "?data.id=" + url.QueryEscape(ev.dataID) + "&type=payment"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(ev.payload))
+	if err != nil {
+		return nil, err
+	}
+	requestID := randomUUID()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-request-id", requestID)
+	req.Header.Set("x-signature", providersim.MPSignature(ev.dataID, requestID, w.mpSecret, time.Now()))
+	return req, nil
+}
+
+// mpPixPaid is the type of the notification of a paid Pix.
+const mpPixPaid = "payment.updated (pix approved)"
+
+// mpEvent is the notification a Mercado Pago payment's current state
+// would have produced. Mercado Pago's notification names the payment
+// only; the service retrieves it. Its id is derived from the state, so the
+// same change seen twice is the same notification.
+func mpEvent(p providersim.MPPayment, now time.Time) event {
+	state := fmt.Sprintf("%d|%s|%s|%d", p.ID, p.Status, p.StatusDetail, p.Refunded)
+	sum := sha256.Sum256([]byte("mp|" + state))
+	id := new(big.Int).SetBytes(sum[:7]).Int64()
+	action, typ := "payment.updated", "payment.updated"
+	switch {
+	case p.Status == "pending" || (p.Status == "rejected" && p.PaymentTypeID == "credit_card"):
+		action, typ = "payment.created", "payment.created"
+	case p.Status == "approved" && p.PaymentTypeID == "bank_transfer":
+		typ = mpPixPaid
+	}
+	dataID := strconv.FormatInt(p.ID, 10)
+	payload, _ := json.Marshal(map[string]any{"id": id, "live_mode": false, "type": "payment",
+		"date_created": now.UTC().Format("2006-01-02T15:04:05.000-07:00"), "user_id": 123456789, "api_version": "v1",
+		"action": action, "data": map[string]string{"id": dataID}})
+	return event{id: "mp-" + strconv.FormatInt(id, 10), typ: typ, payload: payload, dataID: dataID}
+}
+
+// randomUUID is a version 4 UUID, as Mercado Pago's x-request-id.
+func randomUUID() string {
+	h := randomHex(16)
+	return h[:8] + "-" + h[8:12] + "-4" + h[13:16] + "-a" + h[17:20] + "-" + h[20:]
 }
 
 // setReplicas changes where deliveries go (to the one replica left up).
@@ -272,6 +354,25 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
+}
+
+// simRecords reads the account's payment objects at both providers.
+func simRecords(ctx context.Context, c *http.Client, simURL, secretKey, mpToken string) ([]record, error) {
+	intents, err := simIntents(ctx, c, simURL, secretKey)
+	if err != nil {
+		return nil, err
+	}
+	mp, err := simMPPayments(ctx, c, simURL, mpToken)
+	if err != nil {
+		return nil, err
+	}
+	return append(stripeRecords(intents), mpRecords(mp)...), nil
+}
+
+// simMPPayments reads the access token's Mercado Pago payments.
+func simMPPayments(ctx context.Context, c *http.Client, simURL, token string) ([]providersim.MPPayment, error) {
+	var out []providersim.MPPayment
+	return out, simGet(ctx, c, simURL+"/_sim/mp/payments?access_token="+url.QueryEscape(token), &out)
 }
 
 // simIntents reads the account's intents from the simulator's control API.
