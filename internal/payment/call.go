@@ -136,7 +136,7 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 		out.Outcome = provider.Judge(prof, out.Answer, provider.Send{
 			Recovery: recovered || out.Resent, InWindow: true, Authorize: a.Operation == OpAuthorize})
 	default:
-		verb, out = lookup(cctx, b, p, a, now)
+		verb, out = s.lookup(cctx, b, p, a, now)
 	}
 	s.metrics.ProviderCall(a.Operation, out.Outcome, time.Since(start))
 	s.log.LogAttrs(ctx, slog.LevelInfo, "provider call",
@@ -150,18 +150,13 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 // provider's objects: the intent an authorization made (searched by the
 // payment's id), the intent a capture or cancel acted on, or the refund
 // carrying the service's refund id.
-func lookup(ctx context.Context, b Bound, p *Payment, a *Attempt, now time.Time) (string, Outcome) {
+func (s *Service) lookup(ctx context.Context, b Bound, p *Payment, a *Attempt, now time.Time) (string, Outcome) {
 	prof := b.Provider.Profile()
 	notFound := func(err error) Outcome {
 		if !errors.Is(err, provider.ErrNotFound) {
 			return intentOutcome(prof, nil, err)
 		}
-		out := Outcome{Result: provider.Result{Answer: provider.AnswerNotFound, Err: err}}
-		out.Outcome = provider.Judge(prof, out.Answer, provider.Send{Recovery: true, Since: now.Sub(a.CreatedAt)})
-		if out.Outcome == provider.Failed {
-			out.FailureCode, out.FailureMessage = "not_found_at_provider", "the provider has no record of this attempt"
-		}
-		return out
+		return notFoundOutcome(prof, a, now)
 	}
 	switch a.Operation {
 	case OpAuthorize:
@@ -191,31 +186,97 @@ func lookup(ctx context.Context, b Bound, p *Payment, a *Attempt, now time.Time)
 		}
 		return "retrieve", inferFromIntent(a.Operation, in)
 	default:
-		var req provider.RefundRequest
-		if err := json.Unmarshal(a.Request, &req); err != nil {
-			return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Unknown, Err: err}}
-		}
-		refunds, err := b.Provider.ListRefunds(ctx, b.Credentials, req.IntentID)
-		if err != nil {
-			return "list_refunds", intentOutcome(prof, nil, err)
-		}
-		for i := range refunds {
-			if id := req.Metadata["refund_id"]; id != "" && refunds[i].Metadata["refund_id"] == id {
-				return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Judge(prof, provider.AnswerObject, provider.Send{Recovery: true}),
-					Answer: provider.AnswerObject}, Refund: &refunds[i]}
-			}
-		}
-		if !prof.RefundMetadata {
-			// Mercado Pago keeps no metadata on refunds: a list without
-			// the refund id proves nothing, so the attempt stays unknown
-			// for the reconciler and the operator, never failed.
-			return "list_refunds", Outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerIndeterminate,
-				Err: errors.New("the provider keeps no refund metadata: the refund cannot be identified")}}
-		}
-		// The list is complete and strongly consistent: a refund sent
-		// before the key was forgotten would be in it.
-		return "list_refunds", notFound(provider.ErrNotFound)
+		return "list_refunds", s.lookupRefund(ctx, b, a, now)
 	}
+}
+
+// notFoundOutcome judges a lookup that found nothing for the attempt:
+// unknown within the provider's search lag, then failed
+// not_found_at_provider.
+func notFoundOutcome(prof provider.Profile, a *Attempt, now time.Time) Outcome {
+	out := Outcome{Result: provider.Result{Answer: provider.AnswerNotFound, Err: provider.ErrNotFound}}
+	out.Outcome = provider.Judge(prof, out.Answer, provider.Send{Recovery: true, Since: now.Sub(a.CreatedAt)})
+	if out.Outcome == provider.Failed {
+		out.FailureCode, out.FailureMessage = "not_found_at_provider", "the provider has no record of this attempt"
+	}
+	return out
+}
+
+// lookupRefund finds a refund attempt's refund among the intent's refunds:
+// by the service's refund id in its metadata, or, at a provider that keeps
+// no refund metadata, by elimination (refundByElimination).
+func (s *Service) lookupRefund(ctx context.Context, b Bound, a *Attempt, now time.Time) Outcome {
+	prof := b.Provider.Profile()
+	var req provider.RefundRequest
+	if err := json.Unmarshal(a.Request, &req); err != nil {
+		return Outcome{Result: provider.Result{Outcome: provider.Unknown, Err: err}}
+	}
+	refunds, err := b.Provider.ListRefunds(ctx, b.Credentials, req.IntentID)
+	if err != nil {
+		return intentOutcome(prof, nil, err)
+	}
+	for i := range refunds {
+		if id := req.Metadata["refund_id"]; id != "" && refunds[i].Metadata["refund_id"] == id {
+			return refundFound(prof, &refunds[i])
+		}
+	}
+	if !prof.RefundMetadata {
+		return s.refundByElimination(ctx, prof, a, refunds, now)
+	}
+	// The list is complete and strongly consistent: a refund sent
+	// before the key was forgotten would be in it.
+	return notFoundOutcome(prof, a, now)
+}
+
+func refundFound(prof provider.Profile, r *provider.Refund) Outcome {
+	return Outcome{Result: provider.Result{Outcome: provider.Judge(prof, provider.AnswerObject, provider.Send{Recovery: true}),
+		Answer: provider.AnswerObject}, Refund: r}
+}
+
+// refundByElimination tells a refund at a provider that keeps no refund
+// metadata (Mercado Pago) from the intent's refunds there. A refund the
+// service stored as another refund's (its provider_refund_id) is claimed;
+// the rest are unclaimed. While no other refund of the payment is in
+// doubt, no unclaimed refund proves this one was not made (past the
+// search lag, as any lookup that finds nothing), and exactly one unclaimed
+// refund, of this refund's amount, is this one. Anything else (another
+// refund in doubt, or unclaimed refunds that do not fit) stays unknown for
+// the reconciler and the operator: a guess could count one refund twice.
+func (s *Service) refundByElimination(ctx context.Context, prof provider.Profile, a *Attempt, listed []provider.Refund, now time.Time) Outcome {
+	unknown := func(err error) Outcome {
+		return Outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerIndeterminate, Err: err}}
+	}
+	mine, err := s.store.RefundGetByAttempt(ctx, a.ID)
+	if err != nil {
+		return unknown(err)
+	}
+	local, err := s.store.RefundListByPayment(ctx, mine.PaymentID)
+	if err != nil {
+		return unknown(err)
+	}
+	claimed := map[string]bool{}
+	for _, r := range local {
+		switch {
+		case r.ID == mine.ID:
+		case r.ProviderRefundID != "":
+			claimed[r.ProviderRefundID] = true
+		case r.Status == RefundProcessing || r.Status == RefundUnknown:
+			return unknown(errors.New("another refund of the payment is in doubt: the provider's refunds cannot be told apart"))
+		}
+	}
+	var unclaimed []provider.Refund
+	for _, r := range listed {
+		if !claimed[r.ID] {
+			unclaimed = append(unclaimed, r)
+		}
+	}
+	switch {
+	case len(unclaimed) == 0:
+		return notFoundOutcome(prof, a, now)
+	case len(unclaimed) == 1 && unclaimed[0].Amount == mine.Amount:
+		return refundFound(prof, &unclaimed[0])
+	}
+	return unknown(fmt.Errorf("the provider shows %d refunds no other refund claims, none alone of this refund's amount", len(unclaimed)))
 }
 
 // send sends the attempt's stored request unchanged.

@@ -36,9 +36,28 @@ func (p *byAttempt) ListRefunds(_ context.Context, c provider.Credentials, _ str
 	return p.refunds, nil
 }
 
-func mpService(t *testing.T, stripe, mp provider.Provider, now time.Time) *Service {
+// refundStore holds the refunds of one payment: the attempt's own and
+// all of them.
+type refundStore struct {
+	Store
+	mine *Refund
+	all  []*Refund
+}
+
+func (s refundStore) RefundGetByAttempt(context.Context, string) (*Refund, error) { return s.mine, nil }
+
+func (s refundStore) RefundListByPayment(context.Context, string) ([]*Refund, error) {
+	return s.all, nil
+}
+
+// mpService is a service with both providers and, when given, a store.
+func mpService(t *testing.T, stripe, mp provider.Provider, now time.Time, store ...Store) *Service {
 	t.Helper()
-	s, err := NewService(Config{Store: struct{ Store }{}, Provider: stripe,
+	var st Store = struct{ Store }{}
+	if len(store) > 0 {
+		st = store[0]
+	}
+	s, err := NewService(Config{Store: st, Provider: stripe,
 		Providers: map[string]provider.Provider{ProviderMercadoPago: mp}, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -71,36 +90,72 @@ func TestCallProviderMercadoPagoSearchesByAttempt(t *testing.T) {
 }
 
 // Mercado Pago keeps no metadata on refunds: a refund list without the
-// service's refund id proves nothing there, so the attempt stays unknown;
-// at Stripe, past the key's window, the same list proves no refund.
+// service's refund id is read by elimination against the payment's other
+// refunds (refundByElimination); at Stripe, past the key's window, the
+// same list proves no refund.
 func TestCallProviderRefundNotFoundByProvider(t *testing.T) {
 	t.Parallel()
 	created := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	req, _ := json.Marshal(provider.RefundRequest{IdempotencyKey: "pedido-842:reembolsar-v1", IntentID: "123", Amount: 500,
 		Metadata: map[string]string{"refund_id": "ref_1"}})
+	mine := &Refund{ID: "ref_1", PaymentID: "pay_1", AttemptID: "att_r", Amount: 500, Status: RefundUnknown}
+	other := func(status RefundStatus, providerID string) []*Refund {
+		return []*Refund{{ID: "ref_0", PaymentID: "pay_1", Amount: 500, Status: status, ProviderRefundID: providerID}, mine}
+	}
 	for _, tc := range []struct {
-		name string
-		at   string
-		want provider.Outcome
+		name    string
+		at      string
+		listed  int64 // the amount of the one refund listed
+		local   []*Refund
+		want    provider.Outcome
+		refund  string
+		failure string
 	}{
-		{"mercadopago", ProviderMercadoPago, provider.Unknown},
-		{"stripe", ProviderStripe, provider.Failed},
+		{"StripeNoRefundWithItsID", ProviderStripe, 500, []*Refund{mine}, provider.Failed, "", "not_found_at_provider"},
+		{"MercadoPagoTheOneUnclaimedRefund", ProviderMercadoPago, 500, []*Refund{mine}, provider.Succeeded, "9", ""},
+		{"MercadoPagoUnclaimedOfAnotherAmount", ProviderMercadoPago, 400, []*Refund{mine}, provider.Unknown, "", ""},
+		{"MercadoPagoClaimedByAnotherRefund", ProviderMercadoPago, 500, other(RefundSucceeded, "9"), provider.Failed, "", "not_found_at_provider"},
+		{"MercadoPagoAnotherRefundInDoubt", ProviderMercadoPago, 500, other(RefundUnknown, ""), provider.Unknown, "", ""},
+		{"MercadoPagoAnotherRefundFailed", ProviderMercadoPago, 500, other(RefundFailed, ""), provider.Succeeded, "9", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			refunds := []provider.Refund{{ID: "9", State: provider.RefundSucceeded, Amount: 500, Metadata: map[string]string{}}}
+			refunds := []provider.Refund{{ID: "9", State: provider.RefundSucceeded, Amount: tc.listed, Metadata: map[string]string{}}}
 			stripe := &byAttempt{profiled: profiled{profile: provider.StripeProfile(provider.StripeKeyRetention, time.Minute)}, refunds: refunds}
 			mp := &byAttempt{profiled: profiled{profile: provider.MercadoPagoProfile(0, 5*time.Minute)}, refunds: refunds}
-			s := mpService(t, stripe, mp, created.Add(48*time.Hour))
+			s := mpService(t, stripe, mp, created.Add(48*time.Hour), refundStore{mine: mine, all: tc.local})
 			a := &Attempt{ID: "att_r", Operation: OpRefund, Number: 1, Request: req, Provider: tc.at, CreatedAt: created}
 			out := s.CallProvider(context.Background(), mpAccount, &Payment{ID: "pay_1", Provider: tc.at, ProviderPaymentID: "123"}, a, true)
-			if out.Outcome != tc.want {
-				t.Fatalf("outcome %s (%v), want %s", out.Outcome, out.Err, tc.want)
+			if out.Outcome != tc.want || out.FailureCode != tc.failure {
+				t.Fatalf("outcome %s %q (%v), want %s %q", out.Outcome, out.FailureCode, out.Err, tc.want, tc.failure)
+			}
+			got := ""
+			if out.Refund != nil {
+				got = out.Refund.ID
+			}
+			if got != tc.refund {
+				t.Fatalf("refund %q, want %q", got, tc.refund)
 			}
 			if stripe.listCalls+mp.listCalls != 1 || (tc.at == ProviderMercadoPago) != (mp.listCalls == 1) {
 				t.Fatalf("refund lists: stripe %d, mercadopago %d", stripe.listCalls, mp.listCalls)
 			}
 		})
+	}
+}
+
+// Within the search grace, no unclaimed refund at Mercado Pago proves
+// nothing yet.
+func TestCallProviderMercadoPagoRefundWithinGrace(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	req, _ := json.Marshal(provider.RefundRequest{IdempotencyKey: "pedido-842:reembolsar-v1", IntentID: "123", Amount: 500})
+	mine := &Refund{ID: "ref_1", PaymentID: "pay_1", AttemptID: "att_r", Amount: 500, Status: RefundUnknown}
+	mp := &byAttempt{profiled: profiled{profile: provider.MercadoPagoProfile(0, 5*time.Minute)}}
+	s := mpService(t, &profiled{profile: provider.StripeProfile(provider.StripeKeyRetention, time.Minute)}, mp,
+		created.Add(time.Minute), refundStore{mine: mine, all: []*Refund{mine}})
+	a := &Attempt{ID: "att_r", Operation: OpRefund, Number: 1, Request: req, Provider: ProviderMercadoPago, CreatedAt: created}
+	if out := s.CallProvider(context.Background(), mpAccount, &Payment{ID: "pay_1", Provider: ProviderMercadoPago, ProviderPaymentID: "123"}, a, true); out.Outcome != provider.Unknown {
+		t.Fatalf("outcome %s, want unknown within the grace", out.Outcome)
 	}
 }
 

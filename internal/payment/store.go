@@ -31,6 +31,8 @@ type Store interface {
 	AttemptClaimByID(ctx context.Context, id string, now, leaseUntil time.Time) (*Attempt, error)
 	AttemptListUnresolvedByPayment(ctx context.Context, paymentID string) ([]*Attempt, error)
 	RefundGetByAttempt(ctx context.Context, attemptID string) (*Refund, error)
+	// RefundListByPayment reads a payment's refunds, oldest first.
+	RefundListByPayment(ctx context.Context, paymentID string) ([]*Refund, error)
 	PaymentGetByProviderID(ctx context.Context, accountID, providerPaymentID string) (*Payment, error)
 	// AccountFeedCursorAdvance records the cursor an account's consumer passed back.
 	AccountFeedCursorAdvance(ctx context.Context, accountID string, pos FeedPosition) error

@@ -122,6 +122,19 @@ func (s *PaymentStore) RefundGetByAttempt(ctx context.Context, attemptID string)
 	return refundByAttempt(ctx, s.db.q, attemptID)
 }
 
+// RefundListByPayment reads a payment's refunds, oldest first.
+func (s *PaymentStore) RefundListByPayment(ctx context.Context, paymentID string) ([]*payment.Refund, error) {
+	rows, err := s.db.q.RefundListByPayment(ctx, paymentID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*payment.Refund, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, refundFromRow(r))
+	}
+	return out, nil
+}
+
 func (t *paymentTx) IdempotencyKeyGetByAttemptForUpdate(ctx context.Context, attemptID string) (idempotency.Record, error) {
 	row, err := t.q.IdempotencyKeyGetByAttemptForUpdate(ctx, &attemptID)
 	if err != nil {
@@ -183,8 +196,12 @@ func refundByAttempt(ctx context.Context, q *dbsqlc.Queries, attemptID string) (
 	if err != nil {
 		return nil, translate(err)
 	}
+	return refundFromRow(r), nil
+}
+
+func refundFromRow(r dbsqlc.Refund) *payment.Refund {
 	return &payment.Refund{ID: r.ID, AccountID: r.AccountID, PaymentID: r.PaymentID, AttemptID: r.AttemptID, Amount: r.Amount,
-		Status: payment.RefundStatus(r.Status), ProviderRefundID: deref(r.ProviderRefundID), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+		Status: payment.RefundStatus(r.Status), ProviderRefundID: deref(r.ProviderRefundID), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 func attemptsFromRows(rows []dbsqlc.Attempt) []*payment.Attempt {

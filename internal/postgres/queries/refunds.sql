@@ -23,3 +23,8 @@ RETURNING *;
 SELECT COALESCE(SUM(amount), 0)::bigint AS succeeded
 FROM refunds
 WHERE payment_id = @payment_id AND status = 'succeeded';
+
+-- A payment's refunds, to tell which of the provider's refunds another
+-- refund already claims (a provider that keeps no refund metadata).
+-- name: RefundListByPayment :many
+SELECT * FROM refunds WHERE payment_id = @payment_id ORDER BY created_at, id;

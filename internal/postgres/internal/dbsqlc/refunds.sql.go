@@ -70,6 +70,42 @@ func (q *Queries) RefundInsert(ctx context.Context, arg RefundInsertParams) (Ref
 	return i, err
 }
 
+const refundListByPayment = `-- name: RefundListByPayment :many
+SELECT id, account_id, payment_id, attempt_id, amount, status, provider_refund_id, created_at, updated_at FROM refunds WHERE payment_id = $1 ORDER BY created_at, id
+`
+
+// A payment's refunds, to tell which of the provider's refunds another
+// refund already claims (a provider that keeps no refund metadata).
+func (q *Queries) RefundListByPayment(ctx context.Context, paymentID string) ([]Refund, error) {
+	rows, err := q.db.Query(ctx, refundListByPayment, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Refund
+	for rows.Next() {
+		var i Refund
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.PaymentID,
+			&i.AttemptID,
+			&i.Amount,
+			&i.Status,
+			&i.ProviderRefundID,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const refundSumPending = `-- name: RefundSumPending :one
 SELECT COALESCE(SUM(amount), 0)::bigint AS pending
 FROM refunds
