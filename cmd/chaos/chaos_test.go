@@ -75,6 +75,10 @@ func shortRun(t *testing.T, cfg chaos.Config) {
 	if !rep.Xid.CrossedPlanned() {
 		t.Errorf("the run's xid8 did not cross the boundary its cluster was moved below: %s", rep.Xid)
 	}
+	if rep.ProviderPayments("mercadopago") == 0 || rep.ProviderPayments("stripe") == 0 {
+		t.Errorf("payments at Stripe %d, at Mercado Pago %d: both providers must be exercised",
+			rep.ProviderPayments("stripe"), rep.ProviderPayments("mercadopago"))
+	}
 	if rep.Revocations == 0 || rep.Refused.FirstSends+rep.Refused.Resends == 0 {
 		t.Errorf("%d revocations, %d sends refused: credential rotation was not exercised",
 			rep.Revocations, rep.Refused.FirstSends+rep.Refused.Resends)

@@ -473,7 +473,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		return err
 	}
 	r.say("merchant webhook endpoint on %s", r.shop.url)
-	r.say("provider key retention %s at the replicas and the simulator: margin %s, re-send window %s", r.keys.Retention, r.keys.Margin, r.keys.Window)
+	r.say("provider key retention %s at the replicas and the simulator: margin %s, re-send window %s; Mercado Pago's %s", r.keys.Retention, r.keys.Margin, r.keys.Window, r.mpKeys)
 
 	r.ctl = &http.Client{Timeout: 30 * time.Second}
 	return simControl(ctx, r.ctl, http.MethodPost, r.sim.url()+"/_sim/random-faults", map[string]any{

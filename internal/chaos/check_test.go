@@ -51,8 +51,21 @@ func (w *world) intent(id, order, paymentID, status string, amount int64) {
 	w.intents = append(w.intents, in)
 }
 
+// mpPayment adds a Mercado Pago payment made by attempt 1 of an order.
+func (w *world) mpPayment(id int64, order, paymentID, typeID, status, detail string, amount, refunded int64) {
+	w.mp = append(w.mp, providersim.MPPayment{ID: id, Status: status, StatusDetail: detail, Amount: amount, Refunded: refunded,
+		PaymentTypeID: typeID, PaymentMethodID: map[string]string{"bank_transfer": "pix", "credit_card": "visa"}[typeID],
+		ExternalReference: paymentID + ":1", IdempotencyKey: order + ":autorizar-v1", Captured: status == "approved"})
+}
+
+// mpLocal adds a local payment at Mercado Pago.
+func (w *world) mpLocal(id, order, status, providerID string, captured int64) {
+	w.payment(id, order, status, providerID, captured)
+	w.st.Payments[id].Provider = provMP
+}
+
 func (w *world) payment(id, order, status, providerID string, captured int64) {
-	p := &localPayment{ID: id, OrderID: order, Status: status, ProviderID: providerID, Attempt: 1, AmountCaptured: captured}
+	p := &localPayment{ID: id, OrderID: order, Status: status, ProviderID: providerID, Provider: provStripe, Attempt: 1, AmountCaptured: captured}
 	w.st.Payments[id] = p
 	if providerID != "" {
 		w.st.ByProviderID[providerID] = p
@@ -136,12 +149,32 @@ func TestCheck(t *testing.T) {
 		w.shown("o5", "pay_5b", "captured")
 		w.attempt("att_5b", "pay_5b", "autorizar", "o5:autorizar-v2", "succeeded", "")
 		w.sent("authorize", "o5:autorizar-v2", 23*time.Second, http.StatusOK, "")
+
+		// Mercado Pago: a Pix paid and captured, part refunded; a Pix the
+		// customer has not paid; a card held and then released by its
+		// client.
+		w.mpPayment(1300000001, "o10", "pay_10", "bank_transfer", "approved", "partially_refunded", 800, 300)
+		w.mpLocal("pay_10", "o10", "captured", "1300000001", 800)
+		w.st.Payments["pay_10"].AmountRefunded = 300
+		w.shown("o10", "pay_10", "captured")
+		w.attempt("att_10", "pay_10", "autorizar", "o10:autorizar-v1", "succeeded", "")
+		w.st.Attempts["att_10"].Provider = provMP
+		w.sent("mp_create", "o10:autorizar-v1", 30*time.Second, http.StatusCreated, "")
+		w.mpPayment(1300000002, "o11", "pay_11", "bank_transfer", "pending", "pending_waiting_transfer", 500, 0)
+		w.mpLocal("pay_11", "o11", "requires_action", "1300000002", 0)
+		w.mpPayment(1300000003, "o12", "pay_12", "credit_card", "cancelled", "by_collector", 650, 0)
+		w.mpLocal("pay_12", "o12", "canceled", "1300000003", 0)
+		w.shown("o12", "pay_12", "authorized")
+		w.f.noteOp("pay_12", "cancel")
+		w.shown("o12", "pay_12", "canceled")
 		return w
 	}
 	if r := clean().check(); r.Violations() != 0 {
 		t.Fatalf("a consistent world has %d violations: %v", r.Violations(), r.Samples)
 	} else if want := (refusals{FirstSends: 1, Resends: 2, Recovered: 2, Settled: 2}); r.Refused != want || r.AuthFailed != 1 {
 		t.Fatalf("refusals %+v, authorizations failed %d; want %+v and 1", r.Refused, r.AuthFailed, want)
+	} else if mp := r.of(provMP); mp.Records != 3 || mp.Authorized != 2 || mp.Payments != 3 || mp.Captured != 1 {
+		t.Fatalf("Mercado Pago figures %+v; want 3 records (2 authorized), 3 payments (1 captured)", *mp)
 	}
 
 	for _, c := range []struct {
@@ -205,6 +238,45 @@ func TestCheck(t *testing.T) {
 		{"NoEffectCaptureThatActed", func(w *world) {
 			w.sent("capture", "o2:capturar-v1", 5*time.Second, http.StatusOK, "")
 		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_2c (payment pay_2, key o2:capturar-v1) failed no_effect_at_provider"},
+		{"MPDoubleChargeAcrossProviders", func(w *world) {
+			w.intent("pi_10", "o10", "pay_10s", "succeeded", 800)
+			w.payment("pay_10s", "o10", "failed", "", 0)
+		}, func(r *Report) int { return r.of(provMP).DoubleCharges }, "double charge: order o10 authorized 2 times at the providers: stripe pi_10, mercadopago 1300000001"},
+		{"MPPixPaidButWaitingLocally", func(w *world) {
+			w.mp[1].Status, w.mp[1].StatusDetail = "approved", "accredited"
+		}, func(r *Report) int { return r.of(provMP).LostPayments }, "lost payment: Mercado Pago payment 1300000002 is succeeded at the provider, payment pay_11 is requires_action locally"},
+		{"MPChargeWithoutLocalPayment", func(w *world) {
+			w.mpPayment(1300000004, "o13", "pay_13", "credit_card", "authorized", "pending_capture", 400, 0)
+		}, func(r *Report) int { return r.of(provMP).LostPayments }, "Mercado Pago payment 1300000004 (requires_capture, order o13, payment_id pay_13) has no local payment"},
+		{"MPPhantom", func(w *world) {
+			w.mpLocal("pay_14", "o14", "captured", "1300000099", 700)
+		}, func(r *Report) int { return r.of(provMP).Phantoms }, "phantom: payment pay_14 (order o14) is captured locally; the provider shows no such authorization (Mercado Pago payment \"1300000099\")"},
+		{"MPRefundedAmountsDiffer", func(w *world) {
+			w.mp[0].Refunded = 800
+			w.mp[0].Status = "refunded"
+		}, func(r *Report) int { return r.of(provMP).AmountMismatches }, "amounts: payment pay_10 captured 800 refunded 300 locally, 800 and 800 at the provider (Mercado Pago payment 1300000001)"},
+		{"MPLieCapturedWhileWaiting", func(w *world) {
+			w.shown("o11", "pay_11", "captured")
+		}, func(r *Report) int { return r.of(provMP).Lies }, "lie: order o11 was shown payment pay_11 captured"},
+		{"MPCardCancelledByNobody", func(w *world) {
+			w.f.ops["pay_12"]["cancel"] = false
+		}, func(r *Report) int { return r.of(provMP).Lies }, "lie: order o12 was shown payment pay_12 authorized"},
+		{"MPKeyResent", func(w *world) {
+			// Mercado Pago keeps no key: any second arrival may charge again.
+			w.sent("mp_create", "o10:autorizar-v1", 30*time.Second+500*time.Millisecond, http.StatusCreated, "")
+		}, func(r *Report) int { return r.of(provMP).LateResends }, "late re-send: key o10:autorizar-v1 reached mercadopago 2 times, the last 500ms after the first"},
+		{"MPStranded", func(w *world) {
+			w.st.Attempts["att_10"].Status = "unknown"
+			w.st.UnresolvedAttempts = 1
+		}, func(r *Report) int { return r.of(provMP).Stranded }, "stranded: 0 payments, 1 attempts"},
+		{"MPNotFoundWhileThePixExists", func(w *world) {
+			w.attempt("att_11", "pay_11", "autorizar", "o11:autorizar-v1", "failed", codeNotFound)
+			w.st.Attempts["att_11"].Provider = provMP
+		}, func(r *Report) int { return r.of(provMP).FalseNoEffect }, "attempt att_11 (payment pay_11) failed not_found_at_provider, but the provider has 1300000002 requires_action"},
+		{"MPCaptureAndCancelBothSent", func(w *world) {
+			w.reqs = append(w.reqs, providersim.Request{Op: "mp_update", Method: http.MethodPut, IdempotencyKey: "o12:capturar-v1", Path: "/v1/payments/1300000003"},
+				providersim.Request{Op: "mp_update", Method: http.MethodPut, IdempotencyKey: "o12:cancelar-v1", Path: "/v1/payments/1300000003"})
+		}, func(r *Report) int { return r.BothSent }, "race: order o12 (intent 1300000003) had both a capture and a cancel sent"},
 		{"LateResend", func(w *world) {
 			w.sent("authorize", "o1:autorizar-v1", 8*time.Second, http.StatusOK, "")
 		}, func(r *Report) int { return r.LateResends }, "late re-send: key o1:autorizar-v1 reached stripe 8s after its first send"},

@@ -112,6 +112,9 @@ func (r *Report) of(prov string) *providerFigures {
 	return f
 }
 
+// ProviderPayments is the number of local payments at a provider.
+func (r *Report) ProviderPayments(prov string) int { return r.of(prov).Payments }
+
 // providerLines prints each provider's line of the report.
 func (r *Report) providerLines(line func(name, format string, args ...any)) {
 	names := append([]string(nil), providers...)
