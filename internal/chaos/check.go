@@ -512,8 +512,8 @@ func (r *Report) Print(w io.Writer) {
 	r.providerLines(line)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)
-	line("pix", "%d orders paid with Pix at Mercado Pago (QR code shown %d, paid by the customer %d, read back captured %d)",
-		c.PixOrders, c.PixShown, c.PixPaid, c.PixSeen)
+	line("mercado pago orders", "cards %d; Pix %d (QR code shown %d, paid by the customer %d, read back captured %d)",
+		c.MPCardOrders, c.PixOrders, c.PixShown, c.PixPaid, c.PixSeen)
 	line("client operations", "captures %d, cancels %d, refunds %d; capture-vs-cancel races %d, double full refunds %d",
 		c.Captures, c.Cancels, c.Refunds, c.RacedOps, c.RacedRefunds)
 	line("requests", "%d to the service (%s; transport errors %d, abandoned by impatient clients %d); %d at the provider",

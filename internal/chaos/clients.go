@@ -28,6 +28,7 @@ const (
 	raceOpsShare      = 0.05 // of authorized payments: capture and cancel sent at once (one must lose)
 	raceRefundShare   = 0.15 // of refunds: two full refunds at once with different keys (one must lose)
 	pixShare          = 0.25 // Pix at Mercado Pago (the account's first provider), automatic capture
+	mpCardShare       = 0.30 // of card orders: a Mercado Pago card token (payment_methods.mercadopago)
 	pixPaidShare      = 0.85 // of Pix shown to the customer: paid through the simulator
 )
 
@@ -45,6 +46,9 @@ const (
 )
 
 var declinedCards = []string{"pm_card_chargeDeclined", "pm_card_chargeDeclinedInsufficientFunds", "pm_card_chargeDeclinedExpiredCard"}
+
+// mpDeclinedTokens are Mercado Pago test card tokens it rejects.
+var mpDeclinedTokens = []string{"tok_OTHE", "tok_FUND", "tok_CALL"}
 
 // payment is the part of the payment object the fleet reads.
 type payment struct {
@@ -107,6 +111,7 @@ type tally struct {
 	RacedOps        int // capture against cancel
 	RacedRefunds    int // two full refunds at once
 	RetriedFailed   int // orders tried again with a new key after a failed payment
+	MPCardOrders    int // orders paid by card at Mercado Pago
 	PixOrders       int // orders paid with Pix at Mercado Pago
 	PixShown        int // of those: shown a QR code (requires_action)
 	PixPaid         int // of those: paid by the customer
@@ -415,14 +420,27 @@ func (f *fleet) pay(ctx context.Context, rng *rand.Rand, order string, bad bool)
 	if rng.Float64() < manualShare {
 		capture = "manual"
 	}
-	card := "pm_card_visa"
+	atMP := rng.Float64() < mpCardShare
+	good, declined := "pm_card_visa", declinedCards
+	if atMP {
+		good, declined = "tok_APRO", mpDeclinedTokens
+		f.bump(func(t *tally) { t.MPCardOrders++ })
+	}
+	card := good
 	if rng.Float64() < declineShare {
-		card = declinedCards[rng.IntN(len(declinedCards))]
+		card = declined[rng.IntN(len(declined))]
 	}
 	amount := 100 + rng.Int64N(99_900)
 	body := func(card string) []byte {
-		b, _ := json.Marshal(map[string]any{"order_id": order, "amount": amount, "currency": "BRL",
-			"payment_method": card, "capture_method": capture, "metadata": map[string]string{"cart": "chaos"}})
+		m := map[string]any{"order_id": order, "amount": amount, "currency": "BRL",
+			"capture_method": capture, "metadata": map[string]string{"cart": "chaos"}}
+		if atMP {
+			m["payment_methods"] = map[string]any{"mercadopago": map[string]any{"token": card, "payment_method_id": "visa", "installments": 1}}
+			m["billing_details"] = billingDetails(order)
+		} else {
+			m["payment_method"] = card
+		}
+		b, _ := json.Marshal(m)
 		return b
 	}
 	p := f.create(ctx, rng, order, bad, "ck-"+order+"-1", body(card))
@@ -430,7 +448,7 @@ func (f *fleet) pay(ctx context.Context, rng *rand.Rand, order string, bad bool)
 	case p != nil && p.Status == "declined" && rng.Float64() < secondCardShare:
 		// The shopper tries another card: a new intent, a new key (attempt 2).
 		f.bump(func(t *tally) { t.SecondIntents++ })
-		p = f.create(ctx, rng, order, bad, "ck-"+order+"-2", body("pm_card_visa"))
+		p = f.create(ctx, rng, order, bad, "ck-"+order+"-2", body(good))
 	case p != nil && p.Status == "failed":
 		// Nothing was charged (the provider refused the credentials, say):
 		// the shopper clicks again a moment later, with a new key, which
