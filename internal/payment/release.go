@@ -23,10 +23,14 @@ import (
 const reasonRelease = "release_earlier_intent"
 
 // payable tells whether an intent could still be paid; an answer that
-// carried no intent proves nothing, so it counts as payable.
+// carried no intent proves nothing, so it counts as payable. A closed one
+// (a payment Mercado Pago rejected) never can.
 func payable(in *provider.Intent) bool {
 	if in == nil {
 		return true
+	}
+	if in.Closed {
+		return false
 	}
 	switch in.State {
 	case provider.IntentCanceled, provider.IntentAuthorized, provider.IntentCaptured:

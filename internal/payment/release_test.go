@@ -53,4 +53,13 @@ func TestPayable(t *testing.T) {
 			t.Errorf("payable(%s) = %v, want %v", state, got, want)
 		}
 	}
+	// A payment Mercado Pago rejected awaits nothing: no release is armed.
+	closed := &provider.Intent{State: provider.IntentNeedsPaymentMethod, Closed: true}
+	if payable(closed) {
+		t.Error("a closed intent is payable")
+	}
+	p := &Payment{Status: StatusDeclined, ProviderPaymentID: "123"}
+	if needsRelease(p, OpAuthorize, closed) {
+		t.Error("a decline whose payment is closed arms a release")
+	}
 }

@@ -76,6 +76,11 @@ type Intent struct {
 	// (FailureAuthentication when the customer failed 3-D Secure).
 	FailureCode    string
 	FailureMessage string
+	// Closed: the provider takes no further payment on this object, even
+	// while its state awaits a payment method. A payment Mercado Pago
+	// rejected is closed (each try is a payment of its own); a Stripe
+	// intent awaiting another payment method is not.
+	Closed bool
 }
 
 // FailureAuthentication is the failure code of a payment whose customer

@@ -57,8 +57,8 @@ func TestRejectedIsACardError(t *testing.T) {
 	f := &fakeMP{answer: always(201, paymentJSON("rejected", "cc_rejected_other_reason", ""))}
 	res := newFake(t, f).Authorize(context.Background(), creds, cardReq())
 	if res.Answer != provider.AnswerCardError || res.FailureCode != "cc_rejected_other_reason" || res.Intent == nil ||
-		res.Intent.State != provider.IntentNeedsPaymentMethod {
-		t.Fatalf("result %+v, want a card error with the intent", res)
+		res.Intent.State != provider.IntentNeedsPaymentMethod || !res.Intent.Closed {
+		t.Fatalf("result %+v, want a card error with the intent, closed", res)
 	}
 	if got := provider.Judge(newFake(t, f).Profile(), res.Answer, provider.Send{Authorize: true}); got != provider.Declined {
 		t.Fatalf("judged %q, want declined", got)

@@ -116,6 +116,8 @@ func toIntent(p *payment.Response) *provider.Intent {
 		in.ClientSecret = p.ThreeDSInfo.Creq
 	}
 	in.FailureCode, in.FailureMessage = failure(p)
+	// A rejected payment is final: another card is another payment.
+	in.Closed = p.Status == statusRejected
 	return in
 }
 
