@@ -4,10 +4,11 @@
 // retention short enough that re-send windows close during the run), drives
 // them with a fleet of checkout clients and signed, late, duplicated
 // webhooks while replicas are SIGKILLed and restarted and the account's
-// secret key is revoked for seconds at a time, then stops the faults,
-// reconciles with `payments reconcile --once`, and checks the invariants
-// against the provider's own records and the database: no double charge,
-// no lost payment, no client-visible lie, nothing stranded.
+// provider credentials are revoked for seconds at a time, then stops the
+// faults, reconciles with `payments reconcile --once`, and checks the
+// invariants against both providers' own records (Stripe's intents, Mercado
+// Pago's payments) and the database: no double charge, no lost payment, no
+// client-visible lie, nothing stranded.
 package chaos
 
 import (

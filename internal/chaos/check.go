@@ -213,22 +213,7 @@ func hadEffect(q providersim.Request) bool {
 // which the stranded figure checks. It also counts the provider's 401s.
 func (r *Report) checkNoEffect(reqs []providersim.Request, recs []record, st *localState) {
 	byKey := keyed(reqs)
-	for _, q := range reqs {
-		if q.Status == http.StatusUnauthorized && q.Method != http.MethodPost {
-			r.Refused.Lookups++
-		}
-	}
-	for _, qs := range byKey {
-		for i, q := range qs {
-			switch {
-			case q.Status != http.StatusUnauthorized:
-			case i == 0:
-				r.Refused.FirstSends++
-			default:
-				r.Refused.Resends++
-			}
-		}
-	}
+	r.countRefusals(reqs, byKey)
 	intentsOf := map[string][]string{} // payment id -> its objects at the providers
 	for _, in := range recs {
 		pid := in.Metadata["payment_id"]
@@ -293,6 +278,27 @@ func (r *Report) checkNoEffect(reqs []providersim.Request, recs []record, st *lo
 		}
 	}
 	r.FalseNoEffect = len(found)
+}
+
+// countRefusals counts the providers' 401s: to lookups, and to a key's
+// first arrival or a later one.
+func (r *Report) countRefusals(reqs []providersim.Request, byKey map[string][]providersim.Request) {
+	for _, q := range reqs {
+		if q.Status == http.StatusUnauthorized && q.Method == http.MethodGet {
+			r.Refused.Lookups++
+		}
+	}
+	for _, qs := range byKey {
+		for i, q := range qs {
+			switch {
+			case q.Status != http.StatusUnauthorized:
+			case i == 0:
+				r.Refused.FirstSends++
+			default:
+				r.Refused.Resends++
+			}
+		}
+	}
 }
 
 func answerOf(q providersim.Request) string {
@@ -524,19 +530,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	line("faults injected", "%d (drop after effect %d, 500 before effect %d, delay past timeout %d)", total,
 		r.Faults[providersim.DropAfterEffect], r.Faults[providersim.Error500BeforeEffect], r.Faults[providersim.DelayAfterEffect])
-	k, lk := r.Keys, r.ResolvedByLookup
-	line("key expiry", "PROVIDER_KEY_RETENTION %s at the replicas and the simulator (margin %s, re-send window %s); MERCADOPAGO_KEY_RETENTION %s; "+
-		"%d attempts settled by a lookup past their window (authorizations %d, captures %d, cancels %d, refunds %d); "+
-		"lookups answered by the provider: search %d, retrieve %d, list_refunds %d; keys sent more than once %d, all inside their window unless counted above; "+
-		"keys past the provider's retention by the end %d",
-		k.Retention, k.Margin, k.Window, r.MPKeys, r.Lookups(), lk["autorizar"], lk["capturar"], lk["cancelar"], lk["estornar"],
-		r.LookupRequests["search"], r.LookupRequests["retrieve"], r.LookupRequests["list_refunds"], r.KeysResent, r.KeysForgotten)
-	rf := r.Refused
-	line("credential rotation", "%d revocations of the secret key (%s revoked in all); 401s at the provider %d (first sends %d, re-sends %d, lookups %d); "+
-		"failed %s: payments %d, captures/cancels/refunds %d; attempts whose re-send met a 401 %d, settled since %d; "+
-		"clients retried with a new key: orders %d, operations %d",
-		r.Revocations, r.Revoked.Round(100*time.Millisecond), rf.FirstSends+rf.Resends+rf.Lookups, rf.FirstSends, rf.Resends, rf.Lookups,
-		codeAuthentication, r.AuthFailed, r.AuthFailedOps, rf.Recovered, rf.Settled, c.RetriedFailed, c.NewOpKeys)
+	r.printKeys(line, c)
 	line("kills", "%d (SIGKILL of a replica, restarted %d times)", r.Kills, r.Restarts)
 	if r.PGSkipped != "" {
 		line("postgres restarts", "%d (skipped: %s)", r.PGRestarts, r.PGSkipped)
@@ -571,6 +565,23 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "PASS")
 	}
+}
+
+// printKeys prints the key expiry and credential rotation lines.
+func (r *Report) printKeys(line func(name, format string, args ...any), c tally) {
+	k, lk := r.Keys, r.ResolvedByLookup
+	line("key expiry", "PROVIDER_KEY_RETENTION %s at the replicas and the simulator (margin %s, re-send window %s); MERCADOPAGO_KEY_RETENTION %s; "+
+		"%d attempts settled by a lookup past their window (authorizations %d, captures %d, cancels %d, refunds %d); "+
+		"lookups answered by the provider: search %d, retrieve %d, list_refunds %d; keys sent more than once %d, all inside their window unless counted above; "+
+		"keys past the provider's retention by the end %d",
+		k.Retention, k.Margin, k.Window, r.MPKeys, r.Lookups(), lk["autorizar"], lk["capturar"], lk["cancelar"], lk["estornar"],
+		r.LookupRequests["search"], r.LookupRequests["retrieve"], r.LookupRequests["list_refunds"], r.KeysResent, r.KeysForgotten)
+	rf := r.Refused
+	line("credential rotation", "%d revocations of the secret key (%s revoked in all); 401s at the provider %d (first sends %d, re-sends %d, lookups %d); "+
+		"failed %s: payments %d, captures/cancels/refunds %d; attempts whose re-send met a 401 %d, settled since %d; "+
+		"clients retried with a new key: orders %d, operations %d",
+		r.Revocations, r.Revoked.Round(100*time.Millisecond), rf.FirstSends+rf.Resends+rf.Lookups, rf.FirstSends, rf.Resends, rf.Lookups,
+		codeAuthentication, r.AuthFailed, r.AuthFailedOps, rf.Recovered, rf.Settled, c.RetriedFailed, c.NewOpKeys)
 }
 
 func statusList(m map[int]int) string {
