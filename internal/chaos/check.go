@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +62,11 @@ type Report struct {
 	FailoverFailed   int
 	NotRecovered     int
 	Passes           int // reconcile --once passes
-	Intents          int // payment objects at both providers
+	// ProviderFailovers are payments whose authorization moved from one
+	// provider to the next within the create (the first refused the
+	// credentials).
+	ProviderFailovers int
+	Intents           int // payment objects at both providers
 	// ByProvider splits the invariants and the traffic by provider
 	// (stripe, mercadopago).
 	ByProvider map[string]*providerFigures
@@ -214,10 +219,13 @@ func hadEffect(q providersim.Request) bool {
 func (r *Report) checkNoEffect(reqs []providersim.Request, recs []record, st *localState) {
 	byKey := keyed(reqs)
 	r.countRefusals(reqs, byKey)
-	intentsOf := map[string][]string{} // payment id -> its objects at the providers
+	// Payment id and attempt -> the objects that attempt made at the
+	// providers: a payment failed over holds one attempt's object at the
+	// next provider beside the refused one's.
+	intentsOf := map[string][]string{}
 	for _, in := range recs {
-		pid := in.Metadata["payment_id"]
-		intentsOf[pid] = append(intentsOf[pid], in.ID+" "+in.Status)
+		k := in.Metadata["payment_id"] + ":" + in.Metadata["attempt"]
+		intentsOf[k] = append(intentsOf[k], in.ID+" "+in.Status)
 	}
 
 	ids := make([]string, 0, len(st.Attempts))
@@ -268,9 +276,9 @@ func (r *Report) checkNoEffect(reqs []providersim.Request, recs []record, st *lo
 			r.sample("false no-effect failure: attempt %s (payment %s, key %s) failed %s, but the provider answered that key %s",
 				a.ID, a.PaymentID, a.ProviderKey, a.FailureCode, strings.Join(contra, ", "))
 		}
-		if ins := intentsOf[a.PaymentID]; a.Operation == "autorizar" && len(ins) > 0 && !found[a.ID] {
+		if ins := intentsOf[a.PaymentID+":"+strconv.Itoa(a.Number)]; a.Operation == "autorizar" && len(ins) > 0 && !found[a.ID] {
 			found[a.ID] = true
-			r.sample("false no-effect failure: attempt %s (payment %s) failed %s, but the provider has %s for the payment",
+			r.sample("false no-effect failure: attempt %s (payment %s) failed %s, but the provider has %s for the attempt",
 				a.ID, a.PaymentID, a.FailureCode, strings.Join(ins, ", "))
 		}
 		if len(found) > before {
@@ -330,6 +338,7 @@ func (r *Report) check(recs []record, st *localState, f *fleet) {
 	for id := range st.Refunds {
 		r.of(st.providerOf(st.RefundPayment[id])).Refunds++
 	}
+	r.ProviderFailovers = st.failovers()
 	r.checkEffects(recs, st)
 	r.checkPhantoms(recs, st)
 	r.checkShown(providerTruth(recs), st, f)
@@ -518,8 +527,8 @@ func (r *Report) Print(w io.Writer) {
 	r.providerLines(line)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)
-	line("mercado pago orders", "cards %d; Pix %d (QR code shown %d, paid by the customer %d, read back captured %d)",
-		c.MPCardOrders, c.PixOrders, c.PixShown, c.PixPaid, c.PixSeen)
+	line("mercado pago orders", "cards %d (naming a Stripe card too %d; payments failed over to the next provider %d); Pix %d (QR code shown %d, paid by the customer %d, read back captured %d)",
+		c.MPCardOrders, c.BothCardOrders, r.ProviderFailovers, c.PixOrders, c.PixShown, c.PixPaid, c.PixSeen)
 	line("client operations", "captures %d, cancels %d, refunds %d; capture-vs-cancel races %d, double full refunds %d",
 		c.Captures, c.Cancels, c.Refunds, c.RacedOps, c.RacedRefunds)
 	line("requests", "%d to the service (%s; transport errors %d, abandoned by impatient clients %d); %d at the provider",

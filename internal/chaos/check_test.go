@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,13 +36,16 @@ func (w *world) sent(op, key string, at time.Duration, status int, fault provide
 		Status: status, Fault: fault, Time: t0.Add(at)})
 }
 
+// attempt adds a Stripe attempt, numbered by its key's -v{n}.
 func (w *world) attempt(id, paymentID, op, key, status, failureCode string) {
-	w.st.Attempts[id] = &localAttempt{ID: id, PaymentID: paymentID, Operation: op, ProviderKey: key, Status: status, FailureCode: failureCode}
+	n, _ := strconv.Atoi(key[strings.LastIndex(key, "-v")+2:])
+	w.st.Attempts[id] = &localAttempt{ID: id, PaymentID: paymentID, Operation: op, ProviderKey: key, Status: status,
+		FailureCode: failureCode, Provider: provStripe, Number: n}
 }
 
 func (w *world) intent(id, order, paymentID, status string, amount int64) {
 	in := providersim.Intent{ID: id, Status: status, Amount: amount, PaymentMethod: "pm_card_visa", LatestCharge: "ch_" + id,
-		Metadata: map[string]string{"order_id": order, "payment_id": paymentID}}
+		Metadata: map[string]string{"order_id": order, "payment_id": paymentID, "attempt": "1"}}
 	switch status {
 	case "succeeded":
 		in.AmountReceived = amount
@@ -175,6 +179,18 @@ func cleanWorld() *world {
 	w.mpPayment(1300000003, "o12", "pay_12", "credit_card", "cancelled", "by_collector", 650, 0)
 	w.mpLocal("pay_12", "o12", "canceled", "1300000003", 0)
 	w.shown("o12", "pay_12", "authorized")
+	// Failed over: Mercado Pago refused the credentials on attempt 1,
+	// Stripe captured attempt 2 of the same payment.
+	w.payment("pay_15", "o15", "captured", "pi_15", 900)
+	w.st.Payments["pay_15"].Attempt = 2
+	w.intents = append(w.intents, providersim.Intent{ID: "pi_15", Status: "succeeded", Amount: 900, AmountReceived: 900,
+		PaymentMethod: "pm_card_visa", LatestCharge: "ch_15", Metadata: map[string]string{"order_id": "o15", "payment_id": "pay_15", "attempt": "2"}})
+	w.attempt("att_15", "pay_15", "autorizar", "o15:autorizar-v1", "failed", codeAuthentication)
+	w.st.Attempts["att_15"].Provider = provMP
+	w.sent("mp_create", "o15:autorizar-v1", 40*time.Second, http.StatusUnauthorized, "")
+	w.attempt("att_15b", "pay_15", "autorizar", "o15:autorizar-v2", "succeeded", "")
+	w.sent("authorize", "o15:autorizar-v2", 40*time.Second+100*time.Millisecond, http.StatusOK, "")
+	w.shown("o15", "pay_15", "captured")
 	w.f.noteOp("pay_12", "cancel")
 	w.shown("o12", "pay_12", "canceled")
 	return w
@@ -203,8 +219,8 @@ func TestCheck(t *testing.T) {
 	t.Parallel()
 	if r := cleanWorld().check(); r.Violations() != 0 {
 		t.Fatalf("a consistent world has %d violations: %v", r.Violations(), r.Samples)
-	} else if want := (refusals{FirstSends: 1, Resends: 2, Recovered: 2, Settled: 2}); r.Refused != want || r.AuthFailed != 1 {
-		t.Fatalf("refusals %+v, authorizations failed %d; want %+v and 1", r.Refused, r.AuthFailed, want)
+	} else if want := (refusals{FirstSends: 2, Resends: 2, Recovered: 2, Settled: 2}); r.Refused != want || r.AuthFailed != 2 || r.ProviderFailovers != 1 {
+		t.Fatalf("refusals %+v, authorizations failed %d, failovers %d; want %+v, 2 and 1", r.Refused, r.AuthFailed, r.ProviderFailovers, want)
 	} else if mp := r.of(provMP); mp.Records != 3 || mp.Authorized != 2 || mp.Payments != 3 || mp.Captured != 1 {
 		t.Fatalf("Mercado Pago figures %+v; want 3 records (2 authorized), 3 payments (1 captured)", *mp)
 	}
@@ -247,7 +263,7 @@ func TestCheck(t *testing.T) {
 		}, func(r *Report) int { return r.DoubleCharges }, "double charge: order o5 authorized 2 times"},
 		{"CredentialFailureTheProviderCharged", func(w *world) {
 			w.intent("pi_5", "o5", "pay_5", "succeeded", 900)
-		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_5 (payment pay_5) failed provider_authentication, but the provider has pi_5 succeeded"},
+		}, func(r *Report) int { return r.FalseNoEffect }, "attempt att_5 (payment pay_5) failed provider_authentication, but the provider has pi_5 succeeded for the attempt"},
 		{"CredentialFailureOnARecovery", func(w *world) {
 			// The first send acted and lost its answer; a 401 on the
 			// re-send proves nothing about it.
@@ -310,7 +326,11 @@ func TestCheckMercadoPago(t *testing.T) {
 		{"MPNotFoundWhileThePixExists", func(w *world) {
 			w.attempt("att_11", "pay_11", "autorizar", "o11:autorizar-v1", "failed", codeNotFound)
 			w.st.Attempts["att_11"].Provider = provMP
-		}, func(r *Report) int { return r.of(provMP).FalseNoEffect }, "attempt att_11 (payment pay_11) failed not_found_at_provider, but the provider has 1300000002 requires_action"},
+		}, func(r *Report) int { return r.of(provMP).FalseNoEffect }, "attempt att_11 (payment pay_11) failed not_found_at_provider, but the provider has 1300000002 requires_action for the attempt"},
+		{"FailedOverButMercadoPagoCharged", func(w *world) {
+			// The refused first send had in fact charged at Mercado Pago.
+			w.mpPayment(1300000015, "o15", "pay_15", "credit_card", "approved", "accredited", 900, 0)
+		}, func(r *Report) int { return r.DoubleCharges * r.of(provMP).FalseNoEffect }, "false no-effect failure: attempt att_15 (payment pay_15) failed provider_authentication, but the provider has 1300000015 succeeded for the attempt"},
 		{"MPCaptureAndCancelBothSent", func(w *world) {
 			w.reqs = append(w.reqs, providersim.Request{Op: "mp_update", Method: http.MethodPut, IdempotencyKey: "o12:capturar-v1", Path: "/v1/payments/1300000003"},
 				providersim.Request{Op: "mp_update", Method: http.MethodPut, IdempotencyKey: "o12:cancelar-v1", Path: "/v1/payments/1300000003"})

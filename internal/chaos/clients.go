@@ -29,6 +29,7 @@ const (
 	raceRefundShare   = 0.15 // of refunds: two full refunds at once with different keys (one must lose)
 	pixShare          = 0.25 // Pix at Mercado Pago (the account's first provider), automatic capture
 	mpCardShare       = 0.30 // of card orders: a Mercado Pago card token (payment_methods.mercadopago)
+	bothCardsShare    = 0.50 // of those: a Stripe card too, for failover (payment_methods.stripe)
 	pixPaidShare      = 0.85 // of Pix shown to the customer: paid through the simulator
 )
 
@@ -112,6 +113,7 @@ type tally struct {
 	RacedRefunds    int // two full refunds at once
 	RetriedFailed   int // orders tried again with a new key after a failed payment
 	MPCardOrders    int // orders paid by card at Mercado Pago
+	BothCardOrders  int // of those: naming a Stripe card too
 	PixOrders       int // orders paid with Pix at Mercado Pago
 	PixShown        int // of those: shown a QR code (requires_action)
 	PixPaid         int // of those: paid by the customer
@@ -421,25 +423,24 @@ func (f *fleet) pay(ctx context.Context, rng *rand.Rand, order string, bad bool)
 		capture = "manual"
 	}
 	atMP := rng.Float64() < mpCardShare
-	good, declined := "pm_card_visa", declinedCards
-	if atMP {
-		good, declined = "tok_APRO", mpDeclinedTokens
-		f.bump(func(t *tally) { t.MPCardOrders++ })
-	}
-	card := good
+	both := atMP && rng.Float64() < bothCardsShare
+	f.bump(func(t *tally) {
+		if atMP {
+			t.MPCardOrders++
+		}
+		if both {
+			t.BothCardOrders++
+		}
+	})
+	good, card := orderCard{"pm_card_visa", "tok_APRO"}, orderCard{"pm_card_visa", "tok_APRO"}
 	if rng.Float64() < declineShare {
-		card = declined[rng.IntN(len(declined))]
+		card = orderCard{declinedCards[rng.IntN(len(declinedCards))], mpDeclinedTokens[rng.IntN(len(mpDeclinedTokens))]}
 	}
 	amount := 100 + rng.Int64N(99_900)
-	body := func(card string) []byte {
+	body := func(c orderCard) []byte {
 		m := map[string]any{"order_id": order, "amount": amount, "currency": "BRL",
 			"capture_method": capture, "metadata": map[string]string{"cart": "chaos"}}
-		if atMP {
-			m["payment_methods"] = map[string]any{"mercadopago": map[string]any{"token": card, "payment_method_id": "visa", "installments": 1}}
-			m["billing_details"] = billingDetails(order)
-		} else {
-			m["payment_method"] = card
-		}
+		c.into(m, order, atMP, both)
 		b, _ := json.Marshal(m)
 		return b
 	}
@@ -458,6 +459,26 @@ func (f *fleet) pay(ctx context.Context, rng *rand.Rand, order string, bad bool)
 		p = f.create(ctx, rng, order, bad, "ck-"+order+"-2", body(card))
 	}
 	return p
+}
+
+// orderCard is one card of an order: its Stripe PaymentMethod and its
+// Mercado Pago token, either declined or not.
+type orderCard struct{ stripe, mp string }
+
+// into names the card in a create: a bare Stripe payment_method, or
+// payment_methods with Mercado Pago's token (and, with both, Stripe's
+// PaymentMethod after it, where a create fails over when Mercado Pago
+// refuses the credentials on a first send).
+func (c orderCard) into(m map[string]any, order string, atMP, both bool) {
+	if !atMP {
+		m["payment_method"] = c.stripe
+		return
+	}
+	methods := map[string]any{"mercadopago": map[string]any{"token": c.mp, "payment_method_id": "visa", "installments": 1}}
+	if both {
+		methods["stripe"] = c.stripe
+	}
+	m["payment_methods"], m["billing_details"] = methods, billingDetails(order)
 }
 
 // payPix creates a Pix at Mercado Pago (the account's first provider)

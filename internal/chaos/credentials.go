@@ -17,8 +17,8 @@ const (
 )
 
 // rotation plays a credential rotation gone wrong: at random moments the
-// account's Stripe secret key and Mercado Pago access token are revoked at
-// their providers for a few seconds, then restored. The provider checks credentials before it looks at the
+// account's Stripe secret key or Mercado Pago access token, or both, are
+// revoked at their providers for a few seconds, then restored. The provider checks credentials before it looks at the
 // Idempotency-Key, so a first send answered 401 had no effect and fails
 // its payment, while a re-send answered 401 proves nothing and must stay
 // unknown until the key works again.
@@ -47,8 +47,15 @@ func (c *rotation) run(ctx context.Context, every time.Duration, seed uint64) er
 			return nil
 		}
 		hold := minRevoked + time.Duration(rng.Int64N(int64(maxRevoked-minRevoked)))
+		// Both keys half the time, else one alone: while only Mercado
+		// Pago's is revoked, a create naming a card at both providers
+		// fails over to Stripe.
+		keys := c.keys
+		if n := rng.IntN(2 * len(c.keys)); n < len(c.keys) {
+			keys = c.keys[n : n+1]
+		}
 		start := time.Now()
-		if err := c.revoke(ctx); err != nil {
+		if err := c.revoke(ctx, keys); err != nil {
 			// The revocation may have landed before the error.
 			rerr := c.restore()
 			if ctx.Err() != nil {
@@ -67,8 +74,8 @@ func (c *rotation) run(ctx context.Context, every time.Duration, seed uint64) er
 	}
 }
 
-func (c *rotation) revoke(ctx context.Context) error {
-	for _, k := range c.keys {
+func (c *rotation) revoke(ctx context.Context, keys []string) error {
+	for _, k := range keys {
 		if err := simControl(ctx, c.http, http.MethodPost, c.simURL+"/_sim/secrets/revoke", map[string]string{"secret_key": k}); err != nil {
 			return err
 		}

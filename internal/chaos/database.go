@@ -83,6 +83,7 @@ type localPayment struct {
 type localAttempt struct {
 	ID, PaymentID, Operation, ProviderKey, Status, FailureCode string
 	Provider                                                   string
+	Number                                                     int // of its operation for the order
 }
 
 // localState is what the database holds once the run is over. It is read
@@ -148,13 +149,13 @@ func loadLocalState(ctx context.Context, dbURL string) (*localState, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = conn.Query(ctx, `SELECT id, payment_id, operation, provider_key, status, coalesce(failure_code, ''), provider FROM attempts`)
+	rows, err = conn.Query(ctx, `SELECT id, payment_id, operation, provider_key, status, coalesce(failure_code, ''), provider, number FROM attempts`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		a := &localAttempt{}
-		if err := rows.Scan(&a.ID, &a.PaymentID, &a.Operation, &a.ProviderKey, &a.Status, &a.FailureCode, &a.Provider); err != nil {
+		if err := rows.Scan(&a.ID, &a.PaymentID, &a.Operation, &a.ProviderKey, &a.Status, &a.FailureCode, &a.Provider, &a.Number); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -204,6 +205,28 @@ func (st *localState) providerOf(paymentID string) string {
 		return p.Provider
 	}
 	return provStripe
+}
+
+// failovers counts the payments whose authorization attempts ran at more
+// than one provider.
+func (st *localState) failovers() int {
+	at := map[string]map[string]bool{}
+	for _, a := range st.Attempts {
+		if a.Operation != "autorizar" {
+			continue
+		}
+		if at[a.PaymentID] == nil {
+			at[a.PaymentID] = map[string]bool{}
+		}
+		at[a.PaymentID][a.Provider] = true
+	}
+	n := 0
+	for _, provs := range at {
+		if len(provs) > 1 {
+			n++
+		}
+	}
+	return n
 }
 
 // strandedBy counts, by provider, the payments, attempts and refunds still
