@@ -204,6 +204,19 @@ func TestMercadoPagoFlows(t *testing.T) {
 		s.onePayment(t, "pedido-mp-5")
 	})
 
+	t.Run("PixWithOnlyTheEmail", func(t *testing.T) {
+		t.Parallel()
+		s := newMPShop(t, true)
+		r := s.create("k-mp-7", `{"order_id":"pedido-mp-7","amount":5000,"currency":"BRL","payment_method":"pix","billing_details":{"email":"ana@example.com"}}`)
+		wantStatus(t, r, http.StatusCreated)
+		if p := r.JSON(t); p["provider"] != "mercadopago" || p["status"] != "requires_action" {
+			t.Fatalf("payment %s", r.Body)
+		}
+		s.onePayment(t, "pedido-mp-7")
+		// A Boleto needs the payer whole.
+		wantStatus(t, s.create("k-mp-8", `{"order_id":"pedido-mp-8","amount":5000,"currency":"BRL","payment_method":"boleto","billing_details":{"email":"ana@example.com"}}`), http.StatusBadRequest)
+	})
+
 	t.Run("NothingToTryReservesNothing", func(t *testing.T) {
 		t.Parallel()
 		s := newMPShop(t, false)

@@ -1047,9 +1047,11 @@ type AuditEntry struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// BillingDetails The payer; required for Boleto and for every Mercado Pago payment (its email).
+// BillingDetails The payer. A Boleto needs every field; any other payment may give
+// only some (Mercado Pago needs the email for every payment), each
+// checked as given, and an address is always whole.
 type BillingDetails struct {
-	Address struct {
+	Address *struct {
 		City string `json:"city"`
 
 		// Country ISO 3166-1 alpha-2, upper case.
@@ -1057,14 +1059,14 @@ type BillingDetails struct {
 		Line1      string `json:"line1"`
 		PostalCode string `json:"postal_code"`
 		State      string `json:"state"`
-	} `json:"address"`
-	Email string `json:"email"`
-	Name  string `json:"name"`
+	} `json:"address,omitempty"`
+	Email *string `json:"email,omitempty"`
+	Name  *string `json:"name,omitempty"`
 
 	// TaxId A CPF (11 digits) or CNPJ (14 digits), plain or punctuated; the check digits are validated.
 	//
 	// Example: 529.982.247-25
-	TaxId string `json:"tax_id"`
+	TaxId *string `json:"tax_id,omitempty"`
 }
 
 // CancelRequest defines model for CancelRequest.
@@ -1106,7 +1108,9 @@ type CreatePaymentRequest struct {
 	// Example: 2000
 	Amount Amount `json:"amount"`
 
-	// BillingDetails The payer; required for Boleto and for every Mercado Pago payment (its email).
+	// BillingDetails The payer. A Boleto needs every field; any other payment may give
+	// only some (Mercado Pago needs the email for every payment), each
+	// checked as given, and an address is always whole.
 	BillingDetails *BillingDetails `json:"billing_details,omitempty"`
 
 	// CaptureMethod Defaults to `automatic` when omitted; `null` is `400`. Pix and

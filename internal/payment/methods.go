@@ -83,15 +83,18 @@ func checkReturnURL(s string) bool {
 	return false
 }
 
-// parseBilling validates billing details; bad reports each problem.
-func parseBilling(b *billingBody, bad func(field, msg string)) *BillingDetails {
+// parseBilling validates billing details; bad reports each problem. A
+// Boleto needs them whole; any other payment may give only some (Mercado
+// Pago needs just the email), each checked as given, and an address is
+// always whole.
+func parseBilling(b *billingBody, full bool, bad func(field, msg string)) *BillingDetails {
 	out := &BillingDetails{}
 	text := func(field string, v *string, dst *string, required bool) {
 		switch {
 		case v == nil && required:
 			bad(field, "is required")
 		case v == nil:
-		case strings.TrimSpace(*v) == "" && required:
+		case strings.TrimSpace(*v) == "":
 			bad(field, "must not be empty")
 		case utf8.RuneCountInString(*v) > maxDetailLen:
 			bad(field, fmt.Sprintf("must be at most %d characters", maxDetailLen))
@@ -99,15 +102,15 @@ func parseBilling(b *billingBody, bad func(field, msg string)) *BillingDetails {
 			*dst = *v
 		}
 	}
-	text("billing_details.name", b.Name, &out.Name, true)
-	text("billing_details.email", b.Email, &out.Email, true)
+	text("billing_details.name", b.Name, &out.Name, full)
+	text("billing_details.email", b.Email, &out.Email, full)
 	if out.Email != "" && !validEmail(out.Email) {
 		bad("billing_details.email", "must be an email address")
 	}
 	switch {
-	case b.TaxID == nil:
+	case b.TaxID == nil && full:
 		bad("billing_details.tax_id", "is required")
-	default:
+	case b.TaxID != nil:
 		if id, ok := NormalizeTaxID(*b.TaxID); ok {
 			out.TaxID = id
 		} else {
@@ -115,7 +118,9 @@ func parseBilling(b *billingBody, bad func(field, msg string)) *BillingDetails {
 		}
 	}
 	if b.Address == nil {
-		bad("billing_details.address", "is required")
+		if full {
+			bad("billing_details.address", "is required")
+		}
 		return out
 	}
 	a := b.Address

@@ -43,6 +43,12 @@ func TestParseCreateRequestMethods(t *testing.T) {
 		t.Errorf("card with return_url: %+v", r)
 	}
 	ok(`"payment_method":"pix","return_url":"http://localhost:8080/back","expires_in":86400`)
+	// Mercado Pago needs only the payer's email: a Pix or a card may carry
+	// just that; a Boleto needs them whole.
+	if r := ok(`"payment_method":"pix","billing_details":{"email":"ana@example.com"}`); r.BillingDetails.Email != "ana@example.com" || r.BillingDetails.Name != "" {
+		t.Errorf("pix with an email only: %+v", r.BillingDetails)
+	}
+	ok(`"payment_method":"pm_card_visa","billing_details":{"email":"ana@example.com","tax_id":"529.982.247-25"}`)
 	// A card payment's fingerprint input is what it was before these fields.
 	if r := ok(`"payment_method":"pm_card_visa"`); r.ReturnURL != "" || r.ExpiresIn != 0 || r.BillingDetails != nil {
 		t.Errorf("card: %+v", r)
@@ -62,6 +68,11 @@ func TestParseCreateRequestMethods(t *testing.T) {
 		`"payment_method":"pix","return_url":"/back"`:                                    "return_url",
 		`"payment_method":"pix","return_url":null`:                                       "return_url",
 		`"payment_method":"pix","billing_details":{"name":"A","nick":"b"}`:               "billing_details.nick",
+		`"payment_method":"boleto","billing_details":{"email":"ana@example.com"}`:        "billing_details.name",
+		`"payment_method":"pix","billing_details":{"email":"ana"}`:                       "billing_details.email",
+		`"payment_method":"pix","billing_details":{"email":" "}`:                         "billing_details.email",
+		`"payment_method":"pix","billing_details":{"tax_id":"123"}`:                      "billing_details.tax_id",
+		`"payment_method":"pix","billing_details":{"address":{"line1":"Rua X, 1"}}`:      "billing_details.address.city",
 	} {
 		_, err := ParseCreateRequest([]byte("{" + base + "," + body + "}"))
 		e, isErr := err.(*Error)

@@ -219,7 +219,7 @@ func parseMethodFields(b *createBody, r *CreateRequest, bad func(field, msg stri
 	}
 	switch {
 	case b.BillingDetails != nil:
-		r.BillingDetails = parseBilling(b.BillingDetails, bad)
+		r.BillingDetails = parseBilling(b.BillingDetails, method == MethodBoleto, bad)
 	case method == MethodBoleto:
 		bad("billing_details", "is required for boleto")
 	}

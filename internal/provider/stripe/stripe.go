@@ -147,14 +147,15 @@ func authorizeParams(r provider.AuthorizeRequest) *stripego.PaymentIntentParams 
 	case provider.MethodPix, provider.MethodBoleto:
 		data := &stripego.PaymentIntentPaymentMethodDataParams{Type: stripego.String(r.PaymentMethod)}
 		if b := r.BillingDetails; b != nil {
+			// Only what the payer gave: a Pix may carry just an email.
 			data.BillingDetails = &stripego.PaymentIntentPaymentMethodDataBillingDetailsParams{
-				Name:  stripego.String(b.Name),
-				Email: stripego.String(b.Email),
-				Address: &stripego.AddressParams{
+				Name: given(b.Name), Email: given(b.Email)}
+			if b.Address.Line1 != "" {
+				data.BillingDetails.Address = &stripego.AddressParams{
 					Line1: stripego.String(b.Address.Line1), City: stripego.String(b.Address.City),
 					State: stripego.String(b.Address.State), PostalCode: stripego.String(b.Address.PostalCode),
 					Country: stripego.String(b.Address.Country),
-				},
+				}
 			}
 		}
 		params.PaymentMethodData = data
@@ -545,4 +546,12 @@ func toDispute(d *stripego.Dispute) provider.Dispute {
 		out.EvidenceDueBy = time.Unix(d.EvidenceDetails.DueBy, 0).UTC()
 	}
 	return out
+}
+
+// given is s for a parameter, or nil to leave it out when s is empty.
+func given(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return stripego.String(s)
 }
