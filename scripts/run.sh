@@ -53,12 +53,12 @@ try_mercadopago() {
   local order='"order_id":"pedido-'"'"'"t$(date +%s)n$(date +%N)"'"'"'","amount":2000,"currency":"BRL"'
   cat <<MP
   Pix on Mercado Pago, with the Mercado Pago demo account (Mercado Pago needs the payer's email;
-  billing_details, when given, is always whole):
+  only a Boleto needs billing_details whole):
     curl -sS -X POST http://$1/v1/payments \\
       -H 'Authorization: Bearer $2' \\
       -H 'Content-Type: application/json' \\
       -H "Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)" \\
-      -d '{$order,"payment_method":"pix","expires_in":900,"billing_details":{"name":"Maria Silva","email":"maria@example.com","tax_id":"529.982.247-25","address":{"line1":"Rua Augusta 100","city":"São Paulo","state":"SP","postal_code":"01305-000","country":"BR"}}}'
+      -d '{$order,"payment_method":"pix","expires_in":900,"billing_details":{"email":"maria@example.com"}}'
   next_action.pix_display_qr_code.hosted_instructions_url is the simulator's Pix page: pay it there, or
   with ID the answer's provider_payment_id (Mercado Pago's payment number):
     curl -sS -X POST $3/_sim/mp/payments/ID/pay   # or …/fail, …/expire
@@ -68,7 +68,7 @@ try_mercadopago() {
       -H 'Authorization: Bearer $2' \\
       -H 'Content-Type: application/json' \\
       -H "Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)" \\
-      -d '{$order,"payment_methods":{"mercadopago":{"token":"tok_APRO","payment_method_id":"visa","installments":1}},"billing_details":{"name":"Maria Silva","email":"maria@example.com","tax_id":"529.982.247-25","address":{"line1":"Rua Augusta 100","city":"São Paulo","state":"SP","postal_code":"01305-000","country":"BR"}}}'
+      -d '{$order,"payment_methods":{"mercadopago":{"token":"tok_APRO","payment_method_id":"visa","installments":1}},"billing_details":{"email":"maria@example.com"}}'
 MP
 }
 
