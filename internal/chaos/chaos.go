@@ -55,6 +55,10 @@ const (
 	delayShare = 0.05 // the effect happens, the answer comes after the timeout
 	delayFor   = providerTimeout + time.Second
 	maxPasses  = 40 // reconcile --once passes after the run
+	// Each provider's circuit: opened by a few refused first sends, and
+	// closed again within an outage or two.
+	circuitFailures = 3
+	circuitCooldown = 3 * time.Second
 )
 
 // Config sizes a run. Zero values take the defaults of a full run (or of a
@@ -70,6 +74,10 @@ type Config struct {
 	// RevokeEvery is the mean time between revocations of the account's
 	// secret key at the provider; default 10s (8s with Short).
 	RevokeEvery time.Duration
+	// OutageEvery is the mean time between outages of one provider
+	// (connections refused, or accepted and never answered); default 15s
+	// (10s with Short).
+	OutageEvery time.Duration
 	// KeyWindow is the re-send window the shared provider key retention
 	// leaves the service; default 4s.
 	KeyWindow time.Duration
@@ -134,6 +142,12 @@ func (c *Config) defaults() {
 			c.RevokeEvery = 8 * time.Second
 		}
 	}
+	if c.OutageEvery <= 0 {
+		c.OutageEvery = 15 * time.Second
+		if c.Short {
+			c.OutageEvery = 10 * time.Second
+		}
+	}
 	if c.KeyWindow <= 0 {
 		c.KeyWindow = 4 * time.Second
 	}
@@ -184,6 +198,9 @@ type runner struct {
 	fleet               *fleet
 	hooks               *webhooks
 	creds               *rotation
+	outages             *outages
+	// fronts are each provider's API behind the simulator's outage front.
+	stripeFront, mpFront string
 
 	kills, restarts, pgRestarts atomic.Int64
 	fatalMu                     sync.Mutex
@@ -337,7 +354,17 @@ func (r *runner) startSimulator(ctx context.Context) error {
 	if r.cfg.MPRetained {
 		r.mpKeys = keysFor(providerTimeout, r.cfg.KeyWindow, mpLibraryRetries)
 	}
+	stripeFront, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	mpFront, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	r.stripeFront, r.mpFront = "http://"+stripeFront, "http://"+mpFront
 	r.sim = &proc{name: "providersim", bin: r.simBin, addr: simAddr, health: "/_sim/stats", log: simLog,
+		args: []string{"-stripe-front", stripeFront, "-mp-front", mpFront},
 		env: []string{"PROVIDERSIM_ADDR=" + simAddr, "PROVIDERSIM_KEY_RETENTION=" + r.keys.Retention.String(),
 			"PROVIDERSIM_MP_KEY_RETENTION=" + r.mpKeys.Retention.String(), "PROVIDERSIM_MP_SEARCH_LAG=0s"}}
 	r.procs = append(r.procs, r.sim)
@@ -357,14 +384,15 @@ func (r *runner) startService(ctx context.Context) error {
 	}
 	r.adminToken = randomHex(32)
 	r.baseEnv = []string{
-		"DATABASE_URL=" + serviceURL, "MIGRATE_DATABASE_URL=" + r.dbURL, "STRIPE_API_BASE=" + r.sim.url(),
+		"DATABASE_URL=" + serviceURL, "MIGRATE_DATABASE_URL=" + r.dbURL, "STRIPE_API_BASE=" + r.stripeFront,
 		"ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString([]byte(randomHex(16))),
 		"PROVIDER_TIMEOUT=" + providerTimeout.String(), "IN_PROGRESS_LEASE=" + inProgressLease.String(),
 		"RECONCILE_INTERVAL=" + reconcileEvery.String(), "RECONCILE_AFTER=" + reconcileAfter.String(),
 		"RECONCILE_MAX_BACKOFF=" + reconcileMaxBackoff.String(),
 		"PROVIDER_SEARCH_GRACE=" + searchGrace.String(), "LOG_LEVEL=" + r.cfg.LogLevel, "ADMIN_TOKEN=" + r.adminToken,
 		"PROVIDER_KEY_RETENTION=" + r.keys.Retention.String(),
-		"MERCADOPAGO_API_BASE=" + r.sim.url(), "MERCADOPAGO_KEY_RETENTION=" + r.mpKeys.Retention.String(),
+		"MERCADOPAGO_API_BASE=" + r.mpFront, "MERCADOPAGO_KEY_RETENTION=" + r.mpKeys.Retention.String(),
+		"PROVIDER_CIRCUIT_FAILURES=" + fmt.Sprint(circuitFailures), "PROVIDER_CIRCUIT_COOLDOWN=" + circuitCooldown.String(),
 		"MERCADOPAGO_SEARCH_GRACE=" + searchGrace.String(),
 		// The merchant's endpoint is on this machine.
 		"WEBHOOK_ALLOW_PRIVATE=true",
@@ -501,14 +529,21 @@ func (r *runner) drive(ctx, deliverCtx context.Context) (<-chan struct{}, error)
 	r.fleet = newFleet(r.urls, r.sim.url(), r.apiKey, runID)
 	r.hooks = newWebhooks(r.sim.url(), r.secretKey, r.whsec, r.mpToken, r.mpSecret, r.acctID, r.urls, cfg.Seed)
 	r.creds = newRotation(r.sim.url(), r.secretKey, r.mpToken)
+	r.outages = newOutages(r.sim.url())
 	runCtx, stopRun := context.WithTimeout(ctx, cfg.Duration)
 	// The fleet returns only once runCtx is done.
 	defer stopRun()
 	var wg sync.WaitGroup
 	start := time.Now()
 	r.say("running for %s", cfg.Duration)
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); r.fleet.run(runCtx, cfg.Clients, cfg.Seed) }()
+	go func() {
+		defer wg.Done()
+		if err := r.outages.run(runCtx, cfg.OutageEvery, cfg.Seed); err != nil {
+			r.setFatal(err)
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		if err := r.creds.run(runCtx, cfg.RevokeEvery, cfg.Seed); err != nil {
@@ -527,6 +562,7 @@ func (r *runner) drive(ctx, deliverCtx context.Context) (<-chan struct{}, error)
 		rep.NotRecovered = 1
 	}
 	rep.Revocations, rep.Revoked = r.creds.snapshot()
+	rep.Outages, rep.OutageTime = r.outages.snapshot()
 	if r.fatal != nil {
 		return deliverDone, r.fatal
 	}
@@ -713,6 +749,9 @@ func (r *runner) figures(ctx context.Context, server string, feed []string, got 
 	}
 	var reqs []providersim.Request
 	if err := simGet(ctx, r.ctl, r.sim.url()+"/_sim/requests", &reqs); err != nil {
+		return err
+	}
+	if rep.CircuitOpenings, err = r.circuitOpenings(); err != nil {
 		return err
 	}
 	rep.Faults = map[providersim.FaultKind]int{}

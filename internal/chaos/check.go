@@ -33,6 +33,7 @@ type Report struct {
 	BothSent         int // orders whose capture and cancel both reached the provider
 	LateResends      int // provider keys that reached the provider after their re-send window
 	FalseNoEffect    int // attempts failed as having had no effect that the provider's log contradicts
+	TwoProviders     int // payments with an object at both providers: a failover without proof
 	// Merchant is the service's webhooks to the merchant's endpoint: its
 	// Lost and BadSignatures are invariants, its Duplicates allowed.
 	Merchant merchantTally
@@ -79,6 +80,12 @@ type Report struct {
 	KeysResent       int            // provider keys that reached the provider more than once
 	KeysForgotten    int            // keys older than the provider's retention by the end
 
+	// Outages of one provider behind its front ("stripe refused", …), and
+	// the circuits they opened (counted in the replicas' logs).
+	Outages         map[string]int
+	OutageTime      time.Duration
+	CircuitOpenings int
+
 	// Credential rotation.
 	Revocations   int
 	Revoked       time.Duration
@@ -93,7 +100,7 @@ type Report struct {
 func (r *Report) Violations() int {
 	return r.DoubleCharges + r.LostPayments + r.Phantoms + r.AmountMismatches + r.Lies +
 		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected + r.BothSent +
-		r.LateResends + r.FalseNoEffect + r.NotRecovered + r.Merchant.Lost + r.Merchant.BadSignatures +
+		r.LateResends + r.FalseNoEffect + r.TwoProviders + r.NotRecovered + r.Merchant.Lost + r.Merchant.BadSignatures +
 		r.Feed.Errors()
 }
 
@@ -339,6 +346,7 @@ func (r *Report) check(recs []record, st *localState, f *fleet) {
 		r.of(st.providerOf(st.RefundPayment[id])).Refunds++
 	}
 	r.ProviderFailovers = st.failovers()
+	r.checkTwoProviders(recs)
 	r.checkEffects(recs, st)
 	r.checkPhantoms(recs, st)
 	r.checkShown(providerTruth(recs), st, f)
@@ -351,6 +359,34 @@ func (r *Report) check(recs []record, st *localState, f *fleet) {
 			r.Stranded, r.StrandedAttempts, r.StrandedRefunds)
 	}
 	r.Deliveries = st.Deliveries
+}
+
+// checkTwoProviders counts the payments with an object at both
+// providers, whatever its state: a create moves to the next provider only
+// when the first provably did nothing, so the first never has one.
+func (r *Report) checkTwoProviders(recs []record) {
+	at := map[string]map[string]string{}
+	for _, in := range recs {
+		id := in.Metadata["payment_id"]
+		if id == "" {
+			continue
+		}
+		if at[id] == nil {
+			at[id] = map[string]string{}
+		}
+		at[id][in.Provider] = in.ID
+	}
+	ids := make([]string, 0, len(at))
+	for id, objs := range at {
+		if len(objs) > 1 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r.TwoProviders++
+		r.sample("two providers: payment %s has %s %s and %s %s", id, provName(provStripe), at[id][provStripe], provName(provMP), at[id][provMP])
+	}
 }
 
 // checkEffects holds each authorization at either provider against its
@@ -524,6 +560,7 @@ func (r *Report) Print(w io.Writer) {
 	line("lost webhooks", "%d (events of the feed never delivered to the merchant's endpoint; bad signatures %d)",
 		r.Merchant.Lost, r.Merchant.BadSignatures)
 	line("feed errors", "%s", r.Feed)
+	line("two providers", "%d (payments with an object at both providers)", r.TwoProviders)
 	r.providerLines(line)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)
@@ -540,6 +577,8 @@ func (r *Report) Print(w io.Writer) {
 	line("faults injected", "%d (drop after effect %d, 500 before effect %d, delay past timeout %d)", total,
 		r.Faults[providersim.DropAfterEffect], r.Faults[providersim.Error500BeforeEffect], r.Faults[providersim.DelayAfterEffect])
 	r.printKeys(line, c)
+	line("provider outages", "%d (%s; %s down in all); circuits opened %d",
+		sumCounts(r.Outages), countList(r.Outages), r.OutageTime.Round(100*time.Millisecond), r.CircuitOpenings)
 	line("kills", "%d (SIGKILL of a replica, restarted %d times)", r.Kills, r.Restarts)
 	if r.PGSkipped != "" {
 		line("postgres restarts", "%d (skipped: %s)", r.PGRestarts, r.PGSkipped)
@@ -618,6 +657,27 @@ func outcomeList(m map[string]int) string {
 	}
 	if len(parts) == 0 {
 		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func countList(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -397,3 +397,19 @@ func TestCheckFeed(t *testing.T) {
 		t.Errorf("samples %q do not name the lost event", r.Samples)
 	}
 }
+
+// A payment with an object at both providers is a failover without
+// proof, whatever the objects' states; two payments, one at each, are not.
+func TestCheckTwoProviders(t *testing.T) {
+	t.Parallel()
+	at := func(prov, id, paymentID, status string) record {
+		return record{Provider: prov, Intent: providersim.Intent{ID: id, Status: status,
+			Metadata: map[string]string{"payment_id": paymentID, "order_id": "o-" + paymentID}}}
+	}
+	r := &Report{}
+	r.checkTwoProviders([]record{at(provStripe, "pi_1", "pay_1", "requires_payment_method"), at(provMP, "101", "pay_1", "succeeded"),
+		at(provStripe, "pi_2", "pay_2", "succeeded"), at(provMP, "102", "pay_3", "succeeded")})
+	if r.TwoProviders != 1 || r.Violations() != 1 {
+		t.Fatalf("two providers %d, violations %d; want 1 and 1", r.TwoProviders, r.Violations())
+	}
+}
