@@ -70,6 +70,24 @@ func TestMercadoPagoRefundInDoubt(t *testing.T) {
 			t.Fatalf("%d refund requests at Mercado Pago, want 2: a key is never re-sent", n)
 		}
 	})
+	t.Run("BesideADashboardRefund", func(t *testing.T) {
+		t.Parallel()
+		// A refund of another amount made in the dashboard is never
+		// this one: the one that fits is.
+		w := paidMPPix(t, "pedido-mprf-dash")
+		if _, err := w.Sim.MPDashboardRefund(mustInt(t, w.mpID), 700); err != nil {
+			t.Fatal(err)
+		}
+		drop := w.Sim.Inject(providersim.Fault{Op: "mp_refund", Kind: providersim.DropAfterEffect, Times: 1})
+		wantStatus(t, w.refund("k-r1", `{"amount":1500}`), http.StatusAccepted)
+		drop.Remove()
+		w.reconcileOnce(t)
+		r := w.refund("k-r1", `{"amount":1500}`)
+		wantStatus(t, r, http.StatusCreated)
+		if got := r.JSON(t)["status"]; got != "succeeded" {
+			t.Fatalf("refund status = %v, want succeeded", got)
+		}
+	})
 	t.Run("NotMadeFailsOnlyPastTheGrace", func(t *testing.T) {
 		t.Parallel()
 		w := paidMPPix(t, "pedido-mprf-none")

@@ -236,12 +236,13 @@ func refundFound(prof provider.Profile, r *provider.Refund) Outcome {
 // refundByElimination tells a refund at a provider that keeps no refund
 // metadata (Mercado Pago) from the intent's refunds there. A refund the
 // service stored as another refund's (its provider_refund_id) is claimed;
-// the rest are unclaimed. While no other refund of the payment is in
-// doubt, no unclaimed refund proves this one was not made (past the
-// search lag, as any lookup that finds nothing), and exactly one unclaimed
-// refund, of this refund's amount, is this one. Anything else (another
-// refund in doubt, or unclaimed refunds that do not fit) stays unknown for
-// the reconciler and the operator: a guess could count one refund twice.
+// of the rest, only those of this refund's amount can be this one (a
+// refund made in the dashboard, of another amount, never can). While no
+// other refund of the same amount is in doubt, none of them proves this
+// one was not made (past the search lag, as any lookup that finds
+// nothing), and exactly one is this one. Anything else (another refund of
+// the amount in doubt, or several that fit) stays unknown for the
+// reconciler and the operator: a guess could count one refund twice.
 func (s *Service) refundByElimination(ctx context.Context, prof provider.Profile, a *Attempt, listed []provider.Refund, now time.Time) Outcome {
 	unknown := func(err error) Outcome {
 		return Outcome{Result: provider.Result{Outcome: provider.Unknown, Answer: provider.AnswerIndeterminate, Err: err}}
@@ -260,23 +261,23 @@ func (s *Service) refundByElimination(ctx context.Context, prof provider.Profile
 		case r.ID == mine.ID:
 		case r.ProviderRefundID != "":
 			claimed[r.ProviderRefundID] = true
-		case r.Status == RefundProcessing || r.Status == RefundUnknown:
-			return unknown(errors.New("another refund of the payment is in doubt: the provider's refunds cannot be told apart"))
+		case (r.Status == RefundProcessing || r.Status == RefundUnknown) && r.Amount == mine.Amount:
+			return unknown(errors.New("another refund of the payment of the same amount is in doubt: the provider's refunds cannot be told apart"))
 		}
 	}
-	var unclaimed []provider.Refund
+	var fits []provider.Refund
 	for _, r := range listed {
-		if !claimed[r.ID] {
-			unclaimed = append(unclaimed, r)
+		if !claimed[r.ID] && r.Amount == mine.Amount {
+			fits = append(fits, r)
 		}
 	}
-	switch {
-	case len(unclaimed) == 0:
+	switch len(fits) {
+	case 0:
 		return notFoundOutcome(prof, a, now)
-	case len(unclaimed) == 1 && unclaimed[0].Amount == mine.Amount:
-		return refundFound(prof, &unclaimed[0])
+	case 1:
+		return refundFound(prof, &fits[0])
 	}
-	return unknown(fmt.Errorf("the provider shows %d refunds no other refund claims, none alone of this refund's amount", len(unclaimed)))
+	return unknown(fmt.Errorf("the provider shows %d refunds of this refund's amount that no other refund claims", len(fits)))
 }
 
 // send sends the attempt's stored request unchanged.

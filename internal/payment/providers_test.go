@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,28 +100,34 @@ func TestCallProviderRefundNotFoundByProvider(t *testing.T) {
 	req, _ := json.Marshal(provider.RefundRequest{IdempotencyKey: "pedido-842:reembolsar-v1", IntentID: "123", Amount: 500,
 		Metadata: map[string]string{"refund_id": "ref_1"}})
 	mine := &Refund{ID: "ref_1", PaymentID: "pay_1", AttemptID: "att_r", Amount: 500, Status: RefundUnknown}
-	other := func(status RefundStatus, providerID string) []*Refund {
-		return []*Refund{{ID: "ref_0", PaymentID: "pay_1", Amount: 500, Status: status, ProviderRefundID: providerID}, mine}
+	other := func(status RefundStatus, providerID string, amount int64) []*Refund {
+		return []*Refund{{ID: "ref_0", PaymentID: "pay_1", Amount: amount, Status: status, ProviderRefundID: providerID}, mine}
 	}
 	for _, tc := range []struct {
 		name    string
 		at      string
-		listed  int64 // the amount of the one refund listed
+		listed  []int64 // the amounts of the refunds listed, ids 9, 10, …
 		local   []*Refund
 		want    provider.Outcome
 		refund  string
 		failure string
 	}{
-		{"StripeNoRefundWithItsID", ProviderStripe, 500, []*Refund{mine}, provider.Failed, "", "not_found_at_provider"},
-		{"MercadoPagoTheOneUnclaimedRefund", ProviderMercadoPago, 500, []*Refund{mine}, provider.Succeeded, "9", ""},
-		{"MercadoPagoUnclaimedOfAnotherAmount", ProviderMercadoPago, 400, []*Refund{mine}, provider.Unknown, "", ""},
-		{"MercadoPagoClaimedByAnotherRefund", ProviderMercadoPago, 500, other(RefundSucceeded, "9"), provider.Failed, "", "not_found_at_provider"},
-		{"MercadoPagoAnotherRefundInDoubt", ProviderMercadoPago, 500, other(RefundUnknown, ""), provider.Unknown, "", ""},
-		{"MercadoPagoAnotherRefundFailed", ProviderMercadoPago, 500, other(RefundFailed, ""), provider.Succeeded, "9", ""},
+		{"StripeNoRefundWithItsID", ProviderStripe, []int64{500}, []*Refund{mine}, provider.Failed, "", "not_found_at_provider"},
+		{"MercadoPagoTheOneUnclaimedRefund", ProviderMercadoPago, []int64{500}, []*Refund{mine}, provider.Succeeded, "9", ""},
+		{"MercadoPagoUnclaimedOfAnotherAmount", ProviderMercadoPago, []int64{400}, []*Refund{mine}, provider.Failed, "", "not_found_at_provider"},
+		{"MercadoPagoBesideDashboardRefunds", ProviderMercadoPago, []int64{100, 500, 100}, []*Refund{mine}, provider.Succeeded, "10", ""},
+		{"MercadoPagoTwoThatFit", ProviderMercadoPago, []int64{500, 500}, []*Refund{mine}, provider.Unknown, "", ""},
+		{"MercadoPagoClaimedByAnotherRefund", ProviderMercadoPago, []int64{500}, other(RefundSucceeded, "9", 500), provider.Failed, "", "not_found_at_provider"},
+		{"MercadoPagoAnotherRefundInDoubt", ProviderMercadoPago, []int64{500}, other(RefundUnknown, "", 500), provider.Unknown, "", ""},
+		{"MercadoPagoAnotherAmountInDoubt", ProviderMercadoPago, []int64{300, 500}, other(RefundUnknown, "", 300), provider.Succeeded, "10", ""},
+		{"MercadoPagoAnotherRefundFailed", ProviderMercadoPago, []int64{500}, other(RefundFailed, "", 500), provider.Succeeded, "9", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			refunds := []provider.Refund{{ID: "9", State: provider.RefundSucceeded, Amount: tc.listed, Metadata: map[string]string{}}}
+			var refunds []provider.Refund
+			for i, amount := range tc.listed {
+				refunds = append(refunds, provider.Refund{ID: strconv.Itoa(9 + i), State: provider.RefundSucceeded, Amount: amount, Metadata: map[string]string{}})
+			}
 			stripe := &byAttempt{profiled: profiled{profile: provider.StripeProfile(provider.StripeKeyRetention, time.Minute)}, refunds: refunds}
 			mp := &byAttempt{profiled: profiled{profile: provider.MercadoPagoProfile(0, 5*time.Minute)}, refunds: refunds}
 			s := mpService(t, stripe, mp, created.Add(48*time.Hour), refundStore{mine: mine, all: tc.local})
