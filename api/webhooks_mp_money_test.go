@@ -73,6 +73,22 @@ func TestMercadoPagoWebhookRefunds(t *testing.T) {
 			t.Fatalf("%d refund requests at Mercado Pago, want 0", n)
 		}
 	})
+	t.Run("PaidAndRefundedAtOnce", func(t *testing.T) {
+		t.Parallel()
+		// The first notification the service reads shows the Pix paid
+		// and already refunded in part: both apply.
+		w := newMPWebhookEnv(t, "pedido-mpwh-paidref")
+		if _, err := w.Sim.MPPay(mustInt(t, w.mpID)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Sim.MPDashboardRefund(mustInt(t, w.mpID), 1200); err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, w.deliver(t, mpNote(w.mpID), "req-1"), "applied")
+		if got := w.amountRefunded(t); got != 1200 {
+			t.Fatalf("amount_refunded = %v, want 1200", got)
+		}
+	})
 	t.Run("OwnRefundIsNotCountedTwice", func(t *testing.T) {
 		t.Parallel()
 		w := newMPCapturedEnv(t, "pedido-mpwh-own")
