@@ -57,7 +57,7 @@ const (
 	maxPasses  = 40 // reconcile --once passes after the run
 	// Each provider's circuit: opened by a few refused first sends, and
 	// closed again within an outage or two.
-	circuitFailures = 3
+	circuitFailures = 2
 	circuitCooldown = 3 * time.Second
 )
 

@@ -100,7 +100,7 @@ func (s *Service) effect(ctx context.Context, tx Tx, p *payment.Payment, auth *p
 		// An event about an earlier attempt's intent (an ops replay has
 		// started a new one since) says nothing about this attempt.
 	case n.Intent != nil && auth != nil && !p.Status.Final():
-		a, err := s.payments.Apply(ctx, tx, p, auth.ID, eventOutcome(s.payments.Profile(), n), "webhook", now)
+		a, err := s.payments.Apply(ctx, tx, p, auth.ID, eventOutcome(s.payments.ProfileOf(p.Provider), n), "webhook", now)
 		if err != nil {
 			return false, err
 		}
@@ -200,7 +200,7 @@ func eventOutcome(prof provider.Profile, n provider.Event) payment.Outcome {
 // applyIntent moves a payment whose attempts are settled along a forward
 // transition the intent proves (an external capture or cancel, say).
 func (s *Service) applyIntent(ctx context.Context, tx Tx, p *payment.Payment, n provider.Event, now time.Time) error {
-	to := payment.AuthorizationStatus(eventOutcome(s.payments.Profile(), n))
+	to := payment.AuthorizationStatus(eventOutcome(s.payments.ProfileOf(p.Provider), n))
 	if to == p.Status || !payment.CanTransition(p.Status, to) || to == payment.StatusUnknown {
 		return nil
 	}

@@ -47,9 +47,18 @@ func (s *Service) resendUntil(prov provider.Provider, a *Attempt) (until time.Ti
 	return a.CreatedAt.Add(prof.KeyRetention - margin), prof.KeyRetention > 0
 }
 
-// Profile is Stripe's idempotency contract, by which its answers (its
-// webhooks included) are judged.
+// Profile is Stripe's idempotency contract, by which its answers are
+// judged.
 func (s *Service) Profile() provider.Profile { return s.providers[ProviderStripe].Profile() }
+
+// ProfileOf is a provider's idempotency profile; Stripe's for a name the
+// service has no adapter for.
+func (s *Service) ProfileOf(name string) provider.Profile {
+	if p, ok := s.providers[ProviderOf(name)]; ok {
+		return p.Profile()
+	}
+	return s.Profile()
+}
 
 // ErrNoProvider: the service has no adapter for a payment's provider, or
 // the account no credentials there.
