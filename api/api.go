@@ -153,31 +153,34 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.With(identityBody).Post("/webhooks/stripe/{account_id}", s.stripeWebhook)
 	r.With(identityBody).Post("/webhooks/mercadopago/{account_id}", s.mercadoPagoWebhook)
-	r.Route("/admin/v1", func(r chi.Router) {
-		r.Use(adminOnly(s.log, s.adminToken, s.authLimiter))
-		r.With(identityBody).Post("/accounts", s.createAccount)
-		r.With(identityBody).Put("/accounts/{id}/providers/{provider}", s.setAccountProvider)
-		r.With(identityBody).Put("/accounts/{id}/routing", s.setAccountRouting)
-		r.Get("/accounts/{id}/routing", s.getAccountRouting)
-		r.Get("/payments", s.adminListPayments)
-		r.Get("/payments/{id}", s.adminGetPayment)
-		r.With(identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
-		r.With(identityBody).Post("/payments/{id}/replay", s.adminReplay)
-		r.Get("/discrepancies", s.adminListDiscrepancies)
-		r.Get("/discrepancies/{id}", s.adminGetDiscrepancy)
-		r.With(identityBody).Post("/discrepancies/{id}/resolve", s.adminResolveDiscrepancy)
-		if s.webhooks != nil {
-			r.Get("/webhook_endpoints", s.adminListWebhookEndpoints)
-			r.Get("/webhook_endpoints/{id}/deliveries", s.adminListEndpointDeliveries)
-			r.Get("/events/{id}/deliveries", s.adminListEventDeliveries)
-			r.With(identityBody).Post("/events/{id}/redeliver", s.adminRedeliverEvent)
-		}
-	})
+	r.Route("/admin/v1", s.adminRoutes)
 	if s.console != nil && s.adminToken != "" {
 		r.Mount("/console", s.console)
 	}
 	methods = routedMethods(r)
 	return r
+}
+
+// adminRoutes are the operators' API, behind the admin token.
+func (s *Server) adminRoutes(r chi.Router) {
+	r.Use(adminOnly(s.log, s.adminToken, s.authLimiter))
+	r.With(identityBody).Post("/accounts", s.createAccount)
+	r.With(identityBody).Put("/accounts/{id}/providers/{provider}", s.setAccountProvider)
+	r.With(identityBody).Put("/accounts/{id}/routing", s.setAccountRouting)
+	r.Get("/accounts/{id}/routing", s.getAccountRouting)
+	r.Get("/payments", s.adminListPayments)
+	r.Get("/payments/{id}", s.adminGetPayment)
+	r.With(identityBody).Post("/payments/{id}/reconcile", s.adminReconcile)
+	r.With(identityBody).Post("/payments/{id}/replay", s.adminReplay)
+	r.Get("/discrepancies", s.adminListDiscrepancies)
+	r.Get("/discrepancies/{id}", s.adminGetDiscrepancy)
+	r.With(identityBody).Post("/discrepancies/{id}/resolve", s.adminResolveDiscrepancy)
+	if s.webhooks != nil {
+		r.Get("/webhook_endpoints", s.adminListWebhookEndpoints)
+		r.Get("/webhook_endpoints/{id}/deliveries", s.adminListEndpointDeliveries)
+		r.Get("/events/{id}/deliveries", s.adminListEventDeliveries)
+		r.With(identityBody).Post("/events/{id}/redeliver", s.adminRedeliverEvent)
+	}
 }
 
 // MetricsHandler serves the Prometheus metrics, on the public address or

@@ -162,6 +162,38 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.EncryptionKeyPrevious = prev
 	}
+	if err := c.loadDurations(getenv); err != nil {
+		return c, err
+	}
+	if c.ReconcileMaxBackoff < c.ReconcileAfter {
+		return c, fmt.Errorf("RECONCILE_MAX_BACKOFF (%s) must not be shorter than RECONCILE_AFTER (%s)", c.ReconcileMaxBackoff, c.ReconcileAfter)
+	}
+	if c.CircuitFailures, err = circuitFailures(getenv("PROVIDER_CIRCUIT_FAILURES")); err != nil {
+		return c, err
+	}
+	c.AuditRate = defaultAuditRate
+	if v := getenv("AUDIT_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r <= 0 || math.IsInf(r, 0) {
+			return c, fmt.Errorf("AUDIT_RATE must be a positive number of provider calls per second, not %q", v)
+		}
+		c.AuditRate = r
+	}
+	if err := c.checkHTTP(getenv("HTTP_MAX_HEADER_BYTES")); err != nil {
+		return c, err
+	}
+	if err := c.loadMercadoPago(getenv); err != nil {
+		return c, err
+	}
+	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// loadDurations reads every duration setting with its default; each must
+// be positive.
+func (c *config) loadDurations(getenv func(string) string) error {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
@@ -195,39 +227,23 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		parsed, err := time.ParseDuration(v)
 		if err != nil || parsed <= 0 {
-			return c, fmt.Errorf("%s must be a positive Go duration such as 30s or 72h, not %q", d.name, v)
+			return fmt.Errorf("%s must be a positive Go duration such as 30s or 72h, not %q", d.name, v)
 		}
 		*d.dst = parsed
 	}
-	if c.ReconcileMaxBackoff < c.ReconcileAfter {
-		return c, fmt.Errorf("RECONCILE_MAX_BACKOFF (%s) must not be shorter than RECONCILE_AFTER (%s)", c.ReconcileMaxBackoff, c.ReconcileAfter)
+	return nil
+}
+
+// circuitFailures reads PROVIDER_CIRCUIT_FAILURES.
+func circuitFailures(v string) (int, error) {
+	if v == "" {
+		return payment.DefaultCircuitFailures, nil
 	}
-	c.CircuitFailures = payment.DefaultCircuitFailures
-	if v := getenv("PROVIDER_CIRCUIT_FAILURES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			return c, fmt.Errorf("PROVIDER_CIRCUIT_FAILURES must be a whole number from 1 to 1000, not %q", v)
-		}
-		c.CircuitFailures = n
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, fmt.Errorf("PROVIDER_CIRCUIT_FAILURES must be a whole number from 1 to 1000, not %q", v)
 	}
-	c.AuditRate = defaultAuditRate
-	if v := getenv("AUDIT_RATE"); v != "" {
-		r, err := strconv.ParseFloat(v, 64)
-		if err != nil || r <= 0 || math.IsInf(r, 0) {
-			return c, fmt.Errorf("AUDIT_RATE must be a positive number of provider calls per second, not %q", v)
-		}
-		c.AuditRate = r
-	}
-	if err := c.checkHTTP(getenv("HTTP_MAX_HEADER_BYTES")); err != nil {
-		return c, err
-	}
-	if err := c.loadMercadoPago(getenv); err != nil {
-		return c, err
-	}
-	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
-		return c, err
-	}
-	return c, nil
+	return n, nil
 }
 
 // loadMercadoPago reads Mercado Pago's idempotency profile. Its retention
