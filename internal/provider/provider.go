@@ -69,8 +69,9 @@ type Intent struct {
 	// NextAction is what the customer must do while State is
 	// IntentRequiresAction; nil otherwise.
 	NextAction *NextAction
-	// ClientSecret lets a frontend complete the payment with the
-	// provider's own library. Never logged.
+	// ClientSecret is what a frontend hands the provider to complete the
+	// payment: Stripe's client secret for Stripe.js, or the creq that
+	// Mercado Pago's 3-D Secure challenge page is posted. Never logged.
 	ClientSecret string
 	// FailureCode and FailureMessage explain the last failed confirmation
 	// (FailureAuthentication when the customer failed 3-D Secure).

@@ -83,6 +83,9 @@ func TestPixNextAction(t *testing.T) {
 	if na == nil || na.Type != provider.NextPixQRCode || na.PixQRCode == nil || *na.PixQRCode != want {
 		t.Fatalf("next action %+v, want %+v", na, want)
 	}
+	if res.Intent.ClientSecret != "" {
+		t.Fatalf("client secret %q on a Pix, want none (only a 3-D Secure challenge has a creq)", res.Intent.ClientSecret)
+	}
 	s := f.last(t)
 	if s.body["payment_method_id"] != "pix" || s.body["date_of_expiration"] != "2026-12-04T12:30:00.000+00:00" || s.body["token"] != nil {
 		t.Fatalf("pix body %v", s.body)
@@ -101,6 +104,8 @@ func TestThreeDSChallengeRedirect(t *testing.T) {
 		*na.RedirectToURL != (provider.RedirectToURL{URL: "https://acs.example/challenge", ReturnURL: "https://shop.example/back"}) {
 		t.Fatalf("intent %+v next action %+v", res.Intent, na)
 	}
+	// The frontend posts the creq to the url: it rides in client_secret,
+	// never in the url itself.
 	if res.Intent.ClientSecret != "eyJjcmVxIjoxfQ" {
 		t.Fatalf("client secret %q, want the creq", res.Intent.ClientSecret)
 	}
