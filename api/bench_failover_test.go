@@ -25,9 +25,9 @@ import (
 func BenchmarkCreateFailover(b *testing.B) {
 	// Stripe at an address that refuses connections, with production's
 	// client retries: each refused try is retried after stripe-go's backoff.
-	refused := func(provider.Provider) provider.Provider {
+	refused := apitest.WrapStripe(func(provider.Provider) provider.Provider {
 		return stripe.New(stripe.Config{APIBase: providertest.ClosedURL(b), MaxNetworkRetries: app.DefaultProviderRetries})
-	}
+	})
 	for _, tc := range []struct {
 		name    string
 		opts    apitest.Options

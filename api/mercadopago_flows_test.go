@@ -195,6 +195,11 @@ func TestMercadoPagoFlows(t *testing.T) {
 		if p["status"] != "requires_action" || na["type"] != "redirect_to_url" || redirect["return_url"] != "https://loja.example/volta" {
 			t.Fatalf("payment %s", r.Body)
 		}
+		// The frontend posts the challenge's creq to the url: the answer
+		// carries it as client_secret (the simulator's creq is creq_{id}).
+		if want := fmt.Sprint("creq_", p["provider_payment_id"]); p["client_secret"] != want {
+			t.Fatalf("client_secret %v, want the challenge's creq %s", p["client_secret"], want)
+		}
 		s.customerActs(t, redirect["url"].(string), "approve")
 		s.Clock.Advance(time.Minute)
 		runOnce(t, s.Env, nil)

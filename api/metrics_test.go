@@ -203,11 +203,12 @@ func TestMetrics(t *testing.T) {
 		wantStatus(t, create(e, "k-3", createBody("pedido-3", 2000)), http.StatusAccepted)
 		drop.Remove()
 		after := scrapeMetrics(t, e)
-		moved(t, before, after, 1, "payments_provider_calls_total", "operation", "autorizar", "outcome", "succeeded")
-		moved(t, before, after, 1, "payments_provider_calls_total", "operation", "autorizar", "outcome", "declined")
-		moved(t, before, after, 1, "payments_provider_calls_total", "operation", "autorizar", "outcome", "unknown")
-		moved(t, before, after, 3, "payments_provider_call_duration_seconds_count", "operation", "autorizar")
-		if !after.has("payments_provider_call_duration_seconds") || after.get("payments_provider_call_duration_seconds_bucket", "operation", "autorizar", "le", "+Inf") != 3 {
+		moved(t, before, after, 1, "payments_provider_calls_total", "provider", "stripe", "operation", "autorizar", "outcome", "succeeded")
+		moved(t, before, after, 1, "payments_provider_calls_total", "provider", "stripe", "operation", "autorizar", "outcome", "declined")
+		moved(t, before, after, 1, "payments_provider_calls_total", "provider", "stripe", "operation", "autorizar", "outcome", "unknown")
+		moved(t, before, after, 3, "payments_provider_call_duration_seconds_count", "provider", "stripe", "operation", "autorizar")
+		if !after.has("payments_provider_call_duration_seconds") ||
+			after.get("payments_provider_call_duration_seconds_bucket", "provider", "stripe", "operation", "autorizar", "le", "+Inf") != 3 {
 			t.Errorf("the provider call histogram has no +Inf bucket of 3")
 		}
 	})
@@ -252,7 +253,8 @@ func TestMetrics(t *testing.T) {
 			t.Fatalf("RunOnce = %+v, %v; want one authorized", sum, err)
 		}
 		after := scrapeMetrics(t, e)
-		moved(t, before, after, 1, "payments_reconciler_resolutions_total", "status", "authorized")
+		moved(t, before, after, 1, "payments_reconciler_resolutions_total", "provider", "stripe", "status", "authorized")
+		moved(t, before, after, 1, "payments_reconciler_examined_total", "provider", "stripe")
 		moved(t, before, after, -1, "payments_by_status", "status", "unknown")
 		moved(t, before, after, 1, "payments_by_status", "status", "authorized")
 	})
@@ -271,8 +273,9 @@ func TestMetrics(t *testing.T) {
 		wantStatus(t, w.post(w.acctID, payload, signWebhook(payload, "whsec_wrong", time.Now())), http.StatusBadRequest)
 		after := scrapeMetrics(t, w.Env)
 		for _, outcome := range []string{"applied", "duplicate", "ignored", "unknown_object", "rejected"} {
-			moved(t, before, after, 1, "payments_webhook_deliveries_total", "outcome", outcome)
+			moved(t, before, after, 1, "payments_webhook_deliveries_total", "provider", "stripe", "outcome", outcome)
 		}
+		moved(t, before, after, 0, "payments_webhook_deliveries_total", "provider", "mercadopago")
 		moved(t, before, after, 4, "payments_http_requests_total", "route", "/webhooks/stripe/{account_id}", "status", "200")
 		moved(t, before, after, 1, "payments_http_requests_total", "route", "/webhooks/stripe/{account_id}", "status", "400")
 		moved(t, before, after, -1, "payments_by_status", "status", "authorized")
@@ -311,16 +314,23 @@ func TestMetricsExposedFromTheStart(t *testing.T) {
 	for _, outcome := range []string{"new", "replayed", "in_use", "reused"} {
 		want("payments_idempotency_outcomes_total", "operation", "payments.create", "outcome", outcome)
 	}
-	for _, outcome := range []string{"succeeded", "declined", "failed", "unknown"} {
-		want("payments_provider_calls_total", "operation", "autorizar", "outcome", outcome)
+	for _, prov := range []string{"stripe", "mercadopago"} {
+		for _, outcome := range []string{"succeeded", "declined", "failed", "unknown"} {
+			want("payments_provider_calls_total", "provider", prov, "operation", "autorizar", "outcome", outcome)
+		}
+		want("payments_provider_call_duration_seconds_count", "provider", prov, "operation", "autorizar")
+		for _, st := range []string{"authorized", "captured", "declined", "failed", "canceled"} {
+			want("payments_reconciler_resolutions_total", "provider", prov, "status", st)
+		}
+		for _, outcome := range []string{"applied", "duplicate", "ignored", "unknown_object", "rejected"} {
+			want("payments_webhook_deliveries_total", "provider", prov, "outcome", outcome)
+		}
+		want("payments_reconciler_examined_total", "provider", prov)
+		want("payments_reconciler_still_unknown", "provider", prov)
+		want("payments_reconciler_attempts_needing_attention", "provider", prov)
 	}
-	want("payments_provider_call_duration_seconds_count", "operation", "autorizar")
 	for _, st := range []string{"authorized", "captured", "declined", "failed", "canceled"} {
 		want("payments_by_status", "status", st)
-		want("payments_reconciler_resolutions_total", "status", st)
-	}
-	for _, outcome := range []string{"applied", "duplicate", "ignored", "unknown_object", "rejected"} {
-		want("payments_webhook_deliveries_total", "outcome", outcome)
 	}
 	for _, outcome := range []string{"succeeded", "retrying", "failed", "refused", "canceled"} {
 		want("payments_webhook_endpoint_deliveries_total", "outcome", outcome)

@@ -119,10 +119,10 @@ func TestResendWindow(t *testing.T) {
 	t.Run("ResendNearTheEndIsCappedToTheWindow", func(t *testing.T) {
 		t.Parallel()
 		rec := &deadlines{}
-		e := proofEnv(t, apitest.Options{WrapProvider: func(p provider.Provider) provider.Provider {
+		e := proofEnv(t, apitest.Options{WrapProvider: apitest.WrapStripe(func(p provider.Provider) provider.Provider {
 			rec.Provider = p
 			return rec
-		}})
+		})})
 		e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.Error500BeforeEffect, Times: 1})
 		p := createUnknown(t, e, "k-win-cap", createBody("pedido-win-cap", 2000))
 		if first := rec.last(); first < 2*time.Second {

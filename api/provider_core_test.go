@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/acmepay/payments/internal/apitest"
 	"github.com/acmepay/payments/internal/payment"
@@ -213,4 +214,70 @@ VALUES ('att_old', $1, 'pay_old', 'pedido-old', 'autorizar', 1, 'pedido-old:auto
 			t.Fatalf("%d payments at Mercado Pago, want 1", n)
 		}
 	})
+}
+
+// TestMercadoPagoResendKeepsTheExpiry: with MERCADOPAGO_KEY_RETENTION set, a
+// lost Pix authorization is recovered by re-sending its key; the clock has
+// moved since, and the re-send still carries the first body (its expiry
+// fixed in the stored attempt), so Mercado Pago replays instead of refusing
+// the key as reused with another body.
+func TestMercadoPagoResendKeepsTheExpiry(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{MercadoPagoKeyRetention: time.Hour})
+	m := mpMerchant(e)
+	// Two drops: Go's transport re-sends a POST carrying an idempotency
+	// key once on a reused connection.
+	drop := e.Sim.Inject(providersim.Fault{Op: "mp_create", Kind: providersim.DropAfterEffect, Times: 2})
+	p := createAt(t, e, m, "k-exp", fmt.Sprintf(mpPixBody, "pedido-exp"))
+	drop.Remove()
+	if p["status"] != "unknown" {
+		t.Fatalf("payment = %v, want unknown", p)
+	}
+	ctx := context.Background()
+	attempts, err := e.ReconcileStore().AttemptListByPayment(ctx, p["id"].(string))
+	if err != nil || len(attempts) != 1 {
+		t.Fatalf("attempts %+v, %v", attempts, err)
+	}
+	var stored provider.AuthorizeRequest
+	if err := json.Unmarshal(attempts[0].Request, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if want := attempts[0].CreatedAt.Add(600 * time.Second); !stored.ExpiresAt.Equal(want) {
+		t.Fatalf("stored expiry %v, want the attempt's creation + expires_in %v", stored.ExpiresAt, want)
+	}
+	sent := countOp(e.Sim, "mp_create")
+
+	e.Clock.Advance(5 * time.Minute)
+	r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(),
+		Accounts: fixedAccounts{m}, After: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RunOnce(ctx); err != nil {
+		t.Fatalf("RunOnce: %v", err)
+	}
+	var resends []providersim.Request
+	for _, q := range e.Sim.Requests() {
+		if q.Op == "mp_create" {
+			resends = append(resends, q)
+		}
+	}
+	if len(resends) != sent+1 {
+		t.Fatalf("mp_create sends %d, want the %d lost and one re-send", len(resends), sent)
+	}
+	if last := resends[len(resends)-1]; !last.Replayed || last.Status >= 300 {
+		t.Fatalf("re-send answered %d (replayed %v), want the first answer replayed", last.Status, last.Replayed)
+	}
+	got := getPaymentJSON(t, e, p["id"].(string))
+	if got["status"] != "requires_action" {
+		t.Fatalf("status after reconcile = %v, want requires_action", got["status"])
+	}
+	na, _ := got["next_action"].(map[string]any)
+	qr, _ := na["pix_display_qr_code"].(map[string]any)
+	if want := stored.ExpiresAt.UTC().Format(time.RFC3339); qr["expires_at"] != want {
+		t.Fatalf("next_action %v, want expires_at %s", na, want)
+	}
+	if n := len(e.Sim.MPPayments("TEST-" + e.Account.ID)); n != 1 {
+		t.Fatalf("%d payments at Mercado Pago, want 1", n)
+	}
 }

@@ -24,9 +24,9 @@ func TestUnreachableProvider(t *testing.T) {
 	t.Run("StripeOnAFirstSendFailsThePayment", func(t *testing.T) {
 		t.Parallel()
 		closed := providertest.ClosedURL(t)
-		e := proofEnv(t, apitest.Options{WrapProvider: func(provider.Provider) provider.Provider {
+		e := proofEnv(t, apitest.Options{WrapProvider: apitest.WrapStripe(func(provider.Provider) provider.Provider {
 			return stripe.New(stripe.Config{APIBase: closed, KeyRetention: proofRetention})
-		}})
+		})})
 		body := createBody("pedido-unreach", 2000)
 		r := create(e, "k-unreach", body)
 		wantFailedUnreachable(t, e, r)
@@ -42,10 +42,10 @@ func TestUnreachableProvider(t *testing.T) {
 	t.Run("StripeOnARecoveryProvesNothing", func(t *testing.T) {
 		t.Parallel()
 		sw := &outage{down: stripe.New(stripe.Config{APIBase: providertest.ClosedURL(t), KeyRetention: proofRetention})}
-		e := proofEnv(t, apitest.Options{WrapProvider: func(p provider.Provider) provider.Provider {
+		e := proofEnv(t, apitest.Options{WrapProvider: apitest.WrapStripe(func(p provider.Provider) provider.Provider {
 			sw.Provider = p
 			return sw
-		}})
+		})})
 		drop := dropAuthorize(e)
 		body := createBody("pedido-unreach-rec", 2000)
 		p := createUnknown(t, e, "k-unreach-rec", body)
@@ -91,9 +91,9 @@ func TestFailoverOnUnreachable(t *testing.T) {
 	t.Run("RefusedConnectionFailsOver", func(t *testing.T) {
 		t.Parallel()
 		closed := providertest.ClosedURL(t)
-		s := newFailoverShop(t, apitest.Options{WrapProvider: func(provider.Provider) provider.Provider {
+		s := newFailoverShop(t, apitest.Options{WrapProvider: apitest.WrapStripe(func(provider.Provider) provider.Provider {
 			return stripe.New(stripe.Config{APIBase: closed})
-		}})
+		})})
 		r := create(s.Env, "k-fo-unreach", bothCardsBody("pedido-fo-unreach"))
 		wantStatus(t, r, http.StatusCreated)
 		p := r.JSON(t)
@@ -108,9 +108,9 @@ func TestFailoverOnUnreachable(t *testing.T) {
 	t.Run("RetryRefusedAfterAWrittenTryStaysUnknown", func(t *testing.T) {
 		t.Parallel()
 		base := providertest.OnceThenRefused(t)
-		s := newFailoverShop(t, apitest.Options{WrapProvider: func(provider.Provider) provider.Provider {
+		s := newFailoverShop(t, apitest.Options{WrapProvider: apitest.WrapStripe(func(provider.Provider) provider.Provider {
 			return stripe.New(stripe.Config{APIBase: base, MaxNetworkRetries: 1})
-		}})
+		})})
 		r := create(s.Env, "k-fo-written", bothCardsBody("pedido-fo-written"))
 		wantStatus(t, r, http.StatusAccepted)
 		p := r.JSON(t)
@@ -126,9 +126,9 @@ func TestFailoverOnUnreachable(t *testing.T) {
 		t.Parallel()
 		closed := providertest.ClosedURL(t)
 		// A cooldown no test outlives: the circuit stays open.
-		s := newFailoverShop(t, apitest.Options{CircuitFailures: 2, CircuitCooldown: time.Hour, WrapProvider: func(provider.Provider) provider.Provider {
+		s := newFailoverShop(t, apitest.Options{CircuitFailures: 2, CircuitCooldown: time.Hour, WrapProvider: apitest.WrapStripe(func(provider.Provider) provider.Provider {
 			return stripe.New(stripe.Config{APIBase: closed})
-		}})
+		})})
 		for i := range 2 {
 			wantStatus(t, create(s.Env, fmt.Sprintf("k-fo-c%d", i), bothCardsBody(fmt.Sprintf("pedido-fo-c%d", i))), http.StatusCreated)
 		}

@@ -43,7 +43,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	n, err := s.inbound.Parse(body, r.Header.Get("Stripe-Signature"), acct.WebhookSecret)
 	if errors.Is(err, provider.ErrSignature) {
-		s.metrics.Webhook("rejected")
+		s.metrics.Webhook(payment.ProviderStripe, "rejected")
 		s.log.WarnContext(r.Context(), "webhook signature rejected", slog.String("account_id", acct.ID))
 		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, webhookRefused))
 		return
@@ -63,7 +63,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.metrics.Webhook(outcome)
+	s.metrics.Webhook(payment.ProviderStripe, outcome)
 	s.log.InfoContext(r.Context(), "webhook", slog.String("account_id", acct.ID), slog.String("event_id", n.EventID),
 		slog.String("type", n.Type), slog.String("outcome", outcome))
 	writeJSON(w, http.StatusOK, map[string]any{"received": true, "outcome": outcome})

@@ -43,7 +43,7 @@ func (s *Server) mercadoPagoWebhook(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	note, dataID, ok := mpVerified(r, body, acct)
 	if !ok {
-		s.metrics.Webhook("rejected")
+		s.metrics.Webhook(payment.ProviderMercadoPago, "rejected")
 		s.log.WarnContext(r.Context(), "webhook signature rejected", slog.String("account_id", acct.ID), slog.String("provider", "mercadopago"))
 		s.writeError(w, r, payment.Errorf(payment.CodeInvalidRequest, mpWebhookRefused))
 		return
@@ -66,7 +66,7 @@ func (s *Server) mercadoPagoWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.metrics.Webhook(outcome)
+	s.metrics.Webhook(payment.ProviderMercadoPago, outcome)
 	writeJSON(w, http.StatusOK, map[string]any{"received": true, "outcome": outcome})
 }
 

@@ -1413,8 +1413,11 @@ type Payment struct {
 	Attempt       int           `json:"attempt"`
 	CaptureMethod CaptureMethod `json:"capture_method"`
 
-	// ClientSecret The provider's client secret, for Stripe.js, on payments that
-	// waited for the customer; null otherwise.
+	// ClientSecret What the frontend hands the provider, on payments that waited
+	// for the customer: at Stripe the client secret, for Stripe.js; at
+	// Mercado Pago, for 3-D Secure, the challenge's `creq`, which the
+	// frontend posts (form field `creq`) to
+	// `next_action.redirect_to_url.url`. Null otherwise.
 	ClientSecret *string `json:"client_secret"`
 
 	// CreatedAt Example: 2025-01-31T12:00:00.000000Z
@@ -1690,8 +1693,11 @@ type StuckPayment struct {
 	Attempt       int           `json:"attempt"`
 	CaptureMethod CaptureMethod `json:"capture_method"`
 
-	// ClientSecret The provider's client secret, for Stripe.js, on payments that
-	// waited for the customer; null otherwise.
+	// ClientSecret What the frontend hands the provider, on payments that waited
+	// for the customer: at Stripe the client secret, for Stripe.js; at
+	// Mercado Pago, for 3-D Secure, the challenge's `creq`, which the
+	// frontend posts (form field `creq`) to
+	// `next_action.redirect_to_url.url`. Null otherwise.
 	ClientSecret *string `json:"client_secret"`
 
 	// CreatedAt Example: 2025-01-31T12:00:00.000000Z

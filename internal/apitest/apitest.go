@@ -84,9 +84,12 @@ type Options struct {
 	CircuitCooldown time.Duration
 	// MercadoPagoAPIBase is the same for Mercado Pago's calls.
 	MercadoPagoAPIBase string
-	// WrapProvider, when set, wraps every instance's provider adapter, so a
-	// test can watch the calls the service makes.
-	WrapProvider func(provider.Provider) provider.Provider
+	// WrapProvider, when set, wraps every instance's provider adapters,
+	// each under its provider name (payment.ProviderStripe,
+	// payment.ProviderMercadoPago), so a test can watch the calls the
+	// service makes. A wrapper that embeds provider.Provider hides
+	// Mercado Pago's provider.AttemptSearcher unless it forwards it.
+	WrapProvider func(name string, p provider.Provider) provider.Provider
 	// WrapStore, when set, wraps every instance's store, so a test can fail
 	// chosen transactions.
 	WrapStore func(payment.Store) payment.Store
@@ -166,6 +169,17 @@ func New(t testing.TB, opts Options) *Env {
 	e.URL, e.Payments, e.Metrics = e.StartInstance()
 	e.Account, e.APIKey = e.CreateAccount("Loja Um", "sk_test_"+SecretSuffix(t))
 	return e
+}
+
+// WrapStripe is a WrapProvider that wraps Stripe's adapter alone with
+// wrap and leaves every other provider's as it is.
+func WrapStripe(wrap func(provider.Provider) provider.Provider) func(string, provider.Provider) provider.Provider {
+	return func(name string, p provider.Provider) provider.Provider {
+		if name != payment.ProviderStripe {
+			return p
+		}
+		return wrap(p)
+	}
 }
 
 // Logger is the JSON logger every instance writes to the captured buffer.

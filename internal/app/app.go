@@ -94,8 +94,9 @@ type Config struct {
 	Now func() time.Time
 	// NewID makes payment ids; payment.NewID when nil.
 	NewID func(prefix string) string
-	// WrapProvider, when set, wraps the payment service's provider.
-	WrapProvider func(provider.Provider) provider.Provider
+	// WrapProvider, when set, wraps every provider adapter, each under its
+	// name (payment.ProviderStripe, payment.ProviderMercadoPago).
+	WrapProvider func(name string, p provider.Provider) provider.Provider
 	// WrapStore, when set, wraps the payment service's store (only its).
 	WrapStore func(payment.Store) payment.Store
 	// DBOptions are added to the service's pool (a statement counter).
@@ -202,13 +203,10 @@ func (a *App) build(ctx context.Context) (err error) {
 		return store.EventBacklog(ctx, cfg.Now())
 	}, store.ServerFeedLag)
 	a.Metrics.Registry.MustRegister(a.DB.Collector())
-	prov := newProvider(cfg)
-	mp, err := mercadopago.New(mercadopago.Config{APIBase: cfg.MercadoPagoAPIBase, Logger: cfg.Logger,
-		KeyRetention: cfg.MercadoPagoKeyRetention, SearchLag: cfg.MercadoPagoSearchGrace})
+	provs, err := newProviders(cfg)
 	if err != nil {
 		return err
 	}
-	provs := map[string]provider.Provider{payment.ProviderStripe: prov, payment.ProviderMercadoPago: mp}
 	pstore := wrapStore(cfg, store)
 	if a.Payments, err = newPayments(cfg, provs, pstore, a.Metrics); err != nil {
 		return err
@@ -257,15 +255,26 @@ func wrapStore(cfg Config, store *postgres.PaymentStore) payment.Store {
 	return store
 }
 
-// newProvider builds the provider, wrapped when a seam asks.
-func newProvider(cfg Config) provider.Provider {
-	var prov provider.Provider = stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
-		MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger,
-		KeyRetention: cfg.ProviderKeyRetention, SearchLag: cfg.ProviderSearchGrace})
-	if cfg.WrapProvider != nil {
-		prov = cfg.WrapProvider(prov)
+// newProviders builds every provider adapter by name, each wrapped when a
+// seam asks.
+func newProviders(cfg Config) (map[string]provider.Provider, error) {
+	mp, err := mercadopago.New(mercadopago.Config{APIBase: cfg.MercadoPagoAPIBase, Logger: cfg.Logger, Now: cfg.Now,
+		KeyRetention: cfg.MercadoPagoKeyRetention, SearchLag: cfg.MercadoPagoSearchGrace})
+	if err != nil {
+		return nil, err
 	}
-	return prov
+	provs := map[string]provider.Provider{
+		payment.ProviderStripe: stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
+			MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger,
+			KeyRetention: cfg.ProviderKeyRetention, SearchLag: cfg.ProviderSearchGrace}),
+		payment.ProviderMercadoPago: mp,
+	}
+	if cfg.WrapProvider != nil {
+		for name, p := range provs {
+			provs[name] = cfg.WrapProvider(name, p)
+		}
+	}
+	return provs, nil
 }
 
 // newPayments builds the money path on the providers and store.

@@ -109,7 +109,7 @@ func TestOverviewShowsProviderCircuits(t *testing.T) {
 	t.Parallel()
 	var down atomic.Bool
 	e := apitest.New(t, apitest.Options{CircuitFailures: 1, CircuitCooldown: time.Hour,
-		WrapProvider: func(p provider.Provider) provider.Provider { return unreachable{p, &down} }})
+		WrapProvider: apitest.WrapStripe(func(p provider.Provider) provider.Provider { return unreachable{p, &down} })})
 	c := newClient(t, e)
 	c.signIn("Ana", apitest.AdminToken)
 	circuits := regexp.MustCompile(`(?s)<table id="circuits">.*?</table>`)

@@ -218,7 +218,7 @@ func (s *Service) applyIntent(ctx context.Context, tx Tx, p *payment.Payment, n 
 	if err := tx.PaymentUpdateState(ctx, p); err != nil {
 		return err
 	}
-	s.payments.CountTransition(from, to)
+	s.payments.CountTransition(p, from)
 	if err := s.payments.Write(ctx, tx, payment.Change{Payment: p, From: from, Audit: payment.AuditEntry{Actor: "webhook", Action: "webhook." + n.Type,
 		Details: map[string]any{"event_id": n.EventID}}}); err != nil {
 		return err

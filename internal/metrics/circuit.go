@@ -24,12 +24,3 @@ func (m *Metrics) CircuitState(provider, state string) {
 		m.circuits.WithLabelValues(provider, s).Set(v)
 	}
 }
-
-// providerLabel keeps the provider label to a fixed set.
-func providerLabel(name string) string {
-	switch name {
-	case "stripe", "mercadopago":
-		return name
-	}
-	return "other"
-}

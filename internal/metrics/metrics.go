@@ -3,6 +3,7 @@ package metrics
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -35,9 +36,9 @@ type Metrics struct {
 	provLatency *prometheus.HistogramVec
 	transitions *prometheus.CounterVec
 	reconRuns   prometheus.Counter
-	reconSeen   prometheus.Counter
-	reconLeft   prometheus.Gauge
-	reconAlert  prometheus.Gauge
+	reconSeen   *prometheus.CounterVec
+	reconLeft   *prometheus.GaugeVec
+	reconAlert  *prometheus.GaugeVec
 	reconDone   *prometheus.CounterVec
 	webhooks    *prometheus.CounterVec
 	deliveries  *prometheus.CounterVec
@@ -46,6 +47,21 @@ type Metrics struct {
 }
 
 var _ payment.Metrics = (*Metrics)(nil)
+
+// Providers are the values of the provider label; every other name is
+// counted as OtherProvider, so the label's values stay a fixed set.
+var Providers = []string{payment.ProviderStripe, payment.ProviderMercadoPago}
+
+// OtherProvider is the provider label of a name outside Providers.
+const OtherProvider = "other"
+
+// providerLabel maps a provider name onto the label's fixed set.
+func providerLabel(name string) string {
+	if slices.Contains(Providers, name) {
+		return name
+	}
+	return OtherProvider
+}
 
 // New registers every collector on a fresh registry. statuses, backlog and
 // lag may be nil; they are read by RefreshDatabase, never by a scrape, so
@@ -65,34 +81,34 @@ func New(statuses StatusCounter, backlog Backlog, lag FeedLag) *Metrics {
 			Help: "Idempotency decisions by operation and outcome (new, replayed, in_use, reused, recovered, conflict).",
 		}, []string{"operation", "outcome"}),
 		provCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "payments_provider_calls_total", Help: "Provider calls by operation and classified outcome.",
-		}, []string{"operation", "outcome"}),
+			Name: "payments_provider_calls_total", Help: "Provider calls by provider, operation and classified outcome.",
+		}, []string{"provider", "operation", "outcome"}),
 		provLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "payments_provider_call_duration_seconds", Help: "Provider call latency by operation.",
+			Name: "payments_provider_call_duration_seconds", Help: "Provider call latency by provider and operation.",
 			Buckets: prometheus.DefBuckets,
-		}, []string{"operation"}),
+		}, []string{"provider", "operation"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "payments_status_transitions_total", Help: "Payment status transitions.",
-		}, []string{"from", "to"}),
+			Name: "payments_status_transitions_total", Help: "Payment status transitions, by the payment's provider.",
+		}, []string{"provider", "from", "to"}),
 		reconRuns: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "payments_reconciler_runs_total", Help: "Reconciliation passes.",
+			Name: "payments_reconciler_runs_total", Help: "Reconciliation passes (each covers every provider).",
 		}),
-		reconSeen: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "payments_reconciler_examined_total", Help: "Attempts examined by the reconciler.",
-		}),
-		reconLeft: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "payments_reconciler_still_unknown", Help: "Attempts the last pass could not resolve.",
-		}),
-		reconAlert: prometheus.NewGauge(prometheus.GaugeOpts{
+		reconSeen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payments_reconciler_examined_total", Help: "Attempts examined by the reconciler, by provider.",
+		}, []string{"provider"}),
+		reconLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payments_reconciler_still_unknown", Help: "Attempts the last pass could not resolve, by provider.",
+		}, []string{"provider"}),
+		reconAlert: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "payments_reconciler_attempts_needing_attention",
-			Help: "Attempts unresolved for longer than RECONCILE_ALERT_AFTER, as of the last pass.",
-		}),
+			Help: "Attempts unresolved for longer than RECONCILE_ALERT_AFTER, by provider, as of the last pass.",
+		}, []string{"provider"}),
 		reconDone: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "payments_reconciler_resolutions_total", Help: "Attempts resolved by the reconciler, by resulting status.",
-		}, []string{"status"}),
+			Name: "payments_reconciler_resolutions_total", Help: "Attempts resolved by the reconciler, by provider and resulting status.",
+		}, []string{"provider", "status"}),
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "payments_webhook_deliveries_total", Help: "Provider webhook deliveries by outcome (applied, duplicate, ignored, unknown_object, rejected).",
-		}, []string{"outcome"}),
+			Name: "payments_webhook_deliveries_total", Help: "Provider webhook deliveries by provider and outcome (applied, duplicate, ignored, unknown_object, rejected).",
+		}, []string{"provider", "outcome"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payments_webhook_endpoint_deliveries_total",
 			Help: "Attempts to deliver an event to a merchant's webhook endpoint, by outcome (succeeded, retrying, failed, refused, canceled).",
@@ -121,23 +137,33 @@ func (m *Metrics) initKnownSeries() {
 		}
 	}
 	m.idem.WithLabelValues(idempotency.OpPaymentsCreate, "conflict")
-	for _, op := range []payment.Operation{payment.OpAuthorize, payment.OpCapture, payment.OpCancel, payment.OpRefund} {
-		for _, outcome := range []provider.Outcome{provider.Succeeded, provider.Declined, provider.Failed, provider.Unknown} {
-			m.provCalls.WithLabelValues(string(op), string(outcome))
-		}
-		m.provLatency.WithLabelValues(string(op))
-	}
-	for _, status := range []string{string(payment.StatusRequiresAction), string(payment.StatusPending), string(payment.StatusAuthorized), string(payment.StatusCaptured),
-		string(payment.StatusDeclined), string(payment.StatusFailed), string(payment.StatusCanceled), "refunded", "refund_failed"} {
-		m.reconDone.WithLabelValues(status)
-	}
-	for _, outcome := range []string{inbound.Applied, inbound.Duplicate, inbound.Ignored,
-		inbound.UnknownObject, "rejected"} {
-		m.webhooks.WithLabelValues(outcome)
+	for _, prov := range Providers {
+		m.initProviderSeries(prov)
 	}
 	for _, outcome := range DeliveryOutcomes {
 		m.deliveries.WithLabelValues(outcome)
 	}
+}
+
+// initProviderSeries creates one provider's series of known label values.
+func (m *Metrics) initProviderSeries(prov string) {
+	for _, op := range []payment.Operation{payment.OpAuthorize, payment.OpCapture, payment.OpCancel, payment.OpRefund} {
+		for _, outcome := range []provider.Outcome{provider.Succeeded, provider.Declined, provider.Failed, provider.Unknown} {
+			m.provCalls.WithLabelValues(prov, string(op), string(outcome))
+		}
+		m.provLatency.WithLabelValues(prov, string(op))
+	}
+	for _, status := range []string{string(payment.StatusRequiresAction), string(payment.StatusPending), string(payment.StatusAuthorized), string(payment.StatusCaptured),
+		string(payment.StatusDeclined), string(payment.StatusFailed), string(payment.StatusCanceled), "refunded", "refund_failed"} {
+		m.reconDone.WithLabelValues(prov, status)
+	}
+	for _, outcome := range []string{inbound.Applied, inbound.Duplicate, inbound.Ignored,
+		inbound.UnknownObject, "rejected"} {
+		m.webhooks.WithLabelValues(prov, outcome)
+	}
+	m.reconSeen.WithLabelValues(prov)
+	m.reconLeft.WithLabelValues(prov)
+	m.reconAlert.WithLabelValues(prov)
 }
 
 // Request counts one HTTP request.
@@ -151,33 +177,62 @@ func (m *Metrics) Idempotency(operation, outcome string) {
 	m.idem.WithLabelValues(operation, outcome).Inc()
 }
 
-// ProviderCall counts one provider call.
-func (m *Metrics) ProviderCall(op payment.Operation, outcome provider.Outcome, d time.Duration) {
-	m.provCalls.WithLabelValues(string(op), string(outcome)).Inc()
-	m.provLatency.WithLabelValues(string(op)).Observe(d.Seconds())
+// ProviderCall counts one call to a provider.
+func (m *Metrics) ProviderCall(prov string, op payment.Operation, outcome provider.Outcome, d time.Duration) {
+	prov = providerLabel(prov)
+	m.provCalls.WithLabelValues(prov, string(op), string(outcome)).Inc()
+	m.provLatency.WithLabelValues(prov, string(op)).Observe(d.Seconds())
 }
 
-// PaymentTransition counts one status change.
-func (m *Metrics) PaymentTransition(from, to payment.Status) {
-	m.transitions.WithLabelValues(string(from), string(to)).Inc()
+// PaymentTransition counts one status change of a payment at a provider.
+func (m *Metrics) PaymentTransition(prov string, from, to payment.Status) {
+	m.transitions.WithLabelValues(providerLabel(prov), string(from), string(to)).Inc()
 }
 
-// ReconcileRun counts one reconciliation pass.
-func (m *Metrics) ReconcileRun(examined, stillUnknown int) {
+// ReconcileRun counts one reconciliation pass and what it examined and
+// left unresolved, by provider; a provider absent from stillUnknown had
+// none left.
+func (m *Metrics) ReconcileRun(examined, stillUnknown map[string]int) {
 	m.reconRuns.Inc()
-	m.reconSeen.Add(float64(examined))
-	m.reconLeft.Set(float64(stillUnknown))
+	for prov, n := range examined {
+		m.reconSeen.WithLabelValues(providerLabel(prov)).Add(float64(n))
+	}
+	m.setByProvider(m.reconLeft, stillUnknown)
 }
 
 // ReconcileNeedsAttention sets the attempts unresolved past
-// RECONCILE_ALERT_AFTER.
-func (m *Metrics) ReconcileNeedsAttention(n int) { m.reconAlert.Set(float64(n)) }
+// RECONCILE_ALERT_AFTER, by provider.
+func (m *Metrics) ReconcileNeedsAttention(byProvider map[string]int) {
+	m.setByProvider(m.reconAlert, byProvider)
+}
 
-// ReconcileResolution counts one attempt resolved by the reconciler.
-func (m *Metrics) ReconcileResolution(status string) { m.reconDone.WithLabelValues(status).Inc() }
+// setByProvider sets a gauge of every provider label at once: 0 for those
+// absent from counts, the sum for names counted as other.
+func (m *Metrics) setByProvider(g *prometheus.GaugeVec, counts map[string]int) {
+	sums := map[string]int{}
+	for prov, n := range counts {
+		sums[providerLabel(prov)] += n
+	}
+	for _, prov := range Providers {
+		g.WithLabelValues(prov).Set(float64(sums[prov]))
+	}
+	if n, ok := sums[OtherProvider]; ok {
+		g.WithLabelValues(OtherProvider).Set(float64(n))
+	} else {
+		g.DeleteLabelValues(OtherProvider)
+	}
+}
 
-// Webhook counts one webhook delivery.
-func (m *Metrics) Webhook(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
+// ReconcileResolution counts one attempt at a provider resolved by the
+// reconciler.
+func (m *Metrics) ReconcileResolution(prov, status string) {
+	m.reconDone.WithLabelValues(providerLabel(prov), status).Inc()
+}
+
+// Webhook counts one delivery of a provider's webhook.
+func (m *Metrics) Webhook(prov, outcome string) {
+	m.webhooks.WithLabelValues(providerLabel(prov), outcome).Inc()
+}
 
 // DeliveryOutcomes are the outcomes of payments_webhook_endpoint_deliveries_total:
 // succeeded (a 2xx), retrying (failed, another attempt follows), failed

@@ -369,7 +369,7 @@ func (s *Service) adopt(ctx context.Context, tx payment.Tx, p *payment.Payment, 
 		return err
 	}
 	if from != p.Status {
-		s.payments.CountTransition(from, p.Status)
+		s.payments.CountTransition(p, from)
 		return s.payments.Write(ctx, tx, payment.Change{Payment: p, From: from, Audit: payment.AuditEntry{Actor: r.Actor, Action: "discrepancy.adopt_provider_state", Reason: r.Reason, Details: details}})
 	}
 	return s.payments.Write(ctx, tx, payment.Change{Payment: p, Events: []string{event}, Audit: payment.AuditEntry{Actor: r.Actor, Action: "discrepancy.adopt_provider_state", Reason: r.Reason, Details: details}})

@@ -147,7 +147,7 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 	default:
 		verb, out = s.lookup(cctx, b, p, a, now)
 	}
-	s.metrics.ProviderCall(a.Operation, out.Outcome, time.Since(start))
+	s.metrics.ProviderCall(ProviderOf(attemptProvider(p, a)), a.Operation, out.Outcome, time.Since(start))
 	s.log.LogAttrs(ctx, slog.LevelInfo, "provider call",
 		slog.String("payment_id", p.ID), slog.String("attempt_id", a.ID), slog.String("operation", string(a.Operation)),
 		slog.String("call", verb), slog.Bool("recovery", recovered), slog.String("answer", string(out.Answer)),

@@ -183,6 +183,8 @@ func (s *Service) newAuthorizeAttempt(p *Payment, id string, n int, now time.Tim
 		PaymentMethod: token, MercadoPago: mp, CaptureMethod: p.CaptureMethod,
 		CustomerID: p.CustomerID, Description: p.Description, Metadata: md,
 		ReturnURL: p.Options.ReturnURL, ExpiresIn: p.Options.ExpiresIn, BillingDetails: p.Options.BillingDetails,
+		// Fixed now: every send of this attempt carries the same expiry.
+		ExpiresAt: p.Options.ExpiresAt(p.PaymentMethod, now),
 	})
 	if err != nil {
 		return nil, err

@@ -2,9 +2,9 @@ package payment
 
 import (
 	"fmt"
-
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/provider"
@@ -26,6 +26,26 @@ const (
 	BoletoExpiresMax     = 60
 	BoletoExpiresDefault = 3
 )
+
+// ExpiresAt is when a Pix or Boleto asked for at now stops being payable
+// (expiresIn seconds or days later, or the default); zero for a card.
+func (o MethodOptions) ExpiresAt(method string, now time.Time) time.Time {
+	switch method {
+	case MethodPix:
+		n := o.ExpiresIn
+		if n <= 0 {
+			n = PixExpiresDefault
+		}
+		return now.Add(time.Duration(n) * time.Second).UTC()
+	case MethodBoleto:
+		n := o.ExpiresIn
+		if n <= 0 {
+			n = BoletoExpiresDefault
+		}
+		return now.AddDate(0, 0, int(n)).UTC()
+	}
+	return time.Time{}
+}
 
 // maxDetailLen bounds each free-text field of billing details.
 const maxDetailLen = 200

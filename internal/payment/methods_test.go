@@ -1,9 +1,12 @@
 package payment
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acmepay/payments/internal/provider"
 )
 
 func TestNormalizeTaxID(t *testing.T) {
@@ -112,5 +115,40 @@ func TestWaitingSchedule(t *testing.T) {
 	p := &Payment{Status: StatusRequiresAction, ActionExpiresAt: &past}
 	if got := s.waitingNext(p, &Attempt{ReconcileTries: 9}, now).Sub(now); got != time.Minute {
 		t.Errorf("expired: next poll in %v, want 1m", got)
+	}
+}
+
+// An authorization attempt's request carries the Pix or Boleto expiry fixed
+// when the attempt is built, so that every send of it is the same body; a
+// card's request carries none, and reads as requests stored before did.
+func TestAuthorizeAttemptFixesExpiry(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 4, 12, 0, 0, 123456789, time.UTC)
+	s := mpService(t, &profiled{}, &profiled{}, now.Add(time.Hour))
+	for _, c := range []struct {
+		method    string
+		expiresIn int64
+		want      time.Time
+	}{
+		{MethodPix, 600, now.Add(10 * time.Minute)},
+		{MethodBoleto, 5, now.AddDate(0, 0, 5)},
+		{"pm_card_visa", 0, time.Time{}},
+	} {
+		p := &Payment{ID: "pay_1", OrderID: "pedido-1", Amount: 5000, Currency: "BRL", PaymentMethod: c.method,
+			Provider: ProviderMercadoPago, Options: MethodOptions{ExpiresIn: c.expiresIn}}
+		a, err := s.newAuthorizeAttempt(p, "att_1", 1, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req provider.AuthorizeRequest
+		if err := json.Unmarshal(a.Request, &req); err != nil {
+			t.Fatal(err)
+		}
+		if !req.ExpiresAt.Equal(c.want) || req.ExpiresIn != c.expiresIn {
+			t.Errorf("%s: ExpiresAt %v ExpiresIn %d, want %v and %d", c.method, req.ExpiresAt, req.ExpiresIn, c.want, c.expiresIn)
+		}
+		if c.want.IsZero() && strings.Contains(string(a.Request), "ExpiresAt") {
+			t.Errorf("%s: request %s carries an expiry", c.method, a.Request)
+		}
 	}
 }

@@ -128,7 +128,7 @@ func (s *Service) adoptShown(ctx context.Context, tx Tx, p *Payment, dsc *Discre
 	}
 	res := dsc.Resolution
 	if from != StatusCaptured {
-		s.metrics.PaymentTransition(from, p.Status)
+		s.CountTransition(p, from)
 		return s.Write(ctx, tx, Change{Payment: p, From: from, Audit: AuditEntry{Actor: res.Actor,
 			Action: "discrepancy.adopt_provider_state", Reason: res.Reason, Details: maps.Clone(details)}})
 	}

@@ -64,11 +64,12 @@ func (a Account) CredentialsFor(name string) (provider.Credentials, bool) {
 	return provider.Credentials{}, false
 }
 
-// Metrics observes the money path; implementations must be cheap.
+// Metrics observes the money path; implementations must be cheap. prov
+// is a provider name (ProviderStripe, ProviderMercadoPago).
 type Metrics interface {
 	Idempotency(operation, outcome string)
-	ProviderCall(op Operation, outcome provider.Outcome, d time.Duration)
-	PaymentTransition(from, to Status)
+	ProviderCall(prov string, op Operation, outcome provider.Outcome, d time.Duration)
+	PaymentTransition(prov string, from, to Status)
 	// CircuitState is a provider circuit's new state (CircuitClosed, …).
 	CircuitState(provider, state string)
 }
@@ -213,10 +214,12 @@ type nopMetrics struct{}
 
 func (nopMetrics) CircuitState(string, string) {}
 
-func (nopMetrics) Idempotency(string, string)                              {}
-func (nopMetrics) ProviderCall(Operation, provider.Outcome, time.Duration) {}
-func (nopMetrics) PaymentTransition(Status, Status)                        {}
+func (nopMetrics) Idempotency(string, string)                                      {}
+func (nopMetrics) ProviderCall(string, Operation, provider.Outcome, time.Duration) {}
+func (nopMetrics) PaymentTransition(string, Status, Status)                        {}
 
-// CountTransition observes a payment's move from one status to another,
-// for a change written outside Apply.
-func (s *Service) CountTransition(from, to Status) { s.metrics.PaymentTransition(from, to) }
+// CountTransition observes a payment's move from one status to its
+// current one, for a change written outside Apply.
+func (s *Service) CountTransition(p *Payment, from Status) {
+	s.metrics.PaymentTransition(ProviderOf(p.Provider), from, p.Status)
+}

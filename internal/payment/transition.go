@@ -127,7 +127,7 @@ func (s *Service) writeTransition(ctx context.Context, tx Tx, p *Payment, t Tran
 		}
 		*p = *t.Payment
 		if t.Moved {
-			s.metrics.PaymentTransition(t.From, p.Status)
+			s.CountTransition(p, t.From)
 		}
 		if err := s.Write(ctx, tx, Change{Payment: p, From: t.From, Events: t.Events, Audit: t.Audit}); err != nil {
 			return err

@@ -101,11 +101,19 @@ func (s *PaymentStore) AttemptClaimNext(ctx context.Context, due reconcile.Due, 
 	return a, err
 }
 
-// AttemptCountNeedingAttention counts unresolved attempts created before
-// createdBefore.
-func (s *PaymentStore) AttemptCountNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error) {
-	n, err := s.db.q.AttemptCountNeedingAttention(ctx, createdBefore)
-	return int(n), translate(err)
+// AttemptCountNeedingAttentionByProvider counts unresolved attempts
+// created before createdBefore, by provider; a provider with none is
+// absent.
+func (s *PaymentStore) AttemptCountNeedingAttentionByProvider(ctx context.Context, createdBefore time.Time) (map[string]int, error) {
+	rows, err := s.db.q.AttemptCountNeedingAttentionByProvider(ctx, createdBefore)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Provider] = int(r.Attempts)
+	}
+	return out, nil
 }
 
 // AttemptClaimByID leases one unresolved attempt nobody holds.

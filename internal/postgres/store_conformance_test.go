@@ -630,12 +630,15 @@ func conformAttemptReads(t *testing.T) {
 		}
 		same(t, "unresolved", utcAttempts(got), as[1:])
 	})
-	t.Run("AttemptCountNeedingAttention", func(t *testing.T) {
+	t.Run("AttemptCountNeedingAttentionByProvider", func(t *testing.T) {
 		t.Parallel()
 		c := newConf(t)
 		threeAttempts(t, c)
-		for before, want := range map[int]int{0: 0, 2: 1, 3: 2} {
-			n, err := c.store.AttemptCountNeedingAttention(c.ctx, at(before))
+		mp := newAttempt(c.p, "att_mp", payment.OpAuthorize, 2, at(1))
+		mp.Provider = payment.ProviderMercadoPago
+		insertAttempts(t, c, mp)
+		for before, want := range map[int]map[string]int{0: {}, 2: {"stripe": 1, "mercadopago": 1}, 3: {"stripe": 2, "mercadopago": 1}} {
+			n, err := c.store.AttemptCountNeedingAttentionByProvider(c.ctx, at(before))
 			if err != nil {
 				t.Fatal(err)
 			}

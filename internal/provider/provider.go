@@ -69,8 +69,9 @@ type Intent struct {
 	// NextAction is what the customer must do while State is
 	// IntentRequiresAction; nil otherwise.
 	NextAction *NextAction
-	// ClientSecret lets a frontend complete the payment with the
-	// provider's own library. Never logged.
+	// ClientSecret is what a frontend hands the provider to complete the
+	// payment: Stripe's client secret for Stripe.js, or the creq that
+	// Mercado Pago's 3-D Secure challenge page is posted. Never logged.
 	ClientSecret string
 	// FailureCode and FailureMessage explain the last failed confirmation
 	// (FailureAuthentication when the customer failed 3-D Secure).
@@ -205,8 +206,15 @@ type AuthorizeRequest struct {
 	// ReturnURL, when set, lets 3-D Secure redirect the customer and
 	// return them there; without it the frontend uses the client secret.
 	ReturnURL string `json:",omitempty"`
-	// ExpiresIn: seconds for Pix, days for Boleto.
-	ExpiresIn      int64           `json:",omitempty"`
+	// ExpiresIn: seconds for Pix, days for Boleto. Providers that take a
+	// relative expiry (Stripe) send it.
+	ExpiresIn int64 `json:",omitempty"`
+	// ExpiresAt is when a Pix or Boleto stops being payable, fixed when the
+	// attempt was built so that every send of the attempt carries the same
+	// body. Providers that take an absolute expiry (Mercado Pago) send it;
+	// zero for a card and in attempts stored before it was recorded, which
+	// count ExpiresIn from the time of sending.
+	ExpiresAt      time.Time       `json:",omitzero"`
 	BillingDetails *BillingDetails `json:",omitempty"`
 	// MercadoPago is a card tokenized by Mercado Pago's own frontend
 	// (CONTRACT §15); PaymentMethod is then ignored by that adapter and

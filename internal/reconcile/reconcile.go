@@ -15,13 +15,15 @@ import (
 	"github.com/acmepay/payments/internal/payment"
 )
 
-// Metrics observes reconciliation.
+// Metrics observes reconciliation, by provider name.
 type Metrics interface {
-	ReconcileRun(examined, stillUnknown int)
-	ReconcileResolution(status string)
+	// ReconcileRun is one pass: the attempts it examined and those it left
+	// unresolved, by provider (a provider with none is absent).
+	ReconcileRun(examined, stillUnknown map[string]int)
+	ReconcileResolution(provider, status string)
 	// ReconcileNeedsAttention is the number of attempts unresolved for
-	// longer than AlertAfter, after a pass.
-	ReconcileNeedsAttention(n int)
+	// longer than AlertAfter, by provider, after a pass.
+	ReconcileNeedsAttention(byProvider map[string]int)
 }
 
 // Config wires a Reconciler.
@@ -136,6 +138,7 @@ type Summary struct {
 func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 	defer func() { r.last.Store(&Pass{At: r.cfg.Now(), Summary: sum, Failed: err != nil}) }()
 	sum = Summary{Resolved: map[string]int{}}
+	examined, unknown := map[string]int{}, map[string]int{} // by provider
 	seen := map[string]bool{}
 	start := r.cfg.Now()
 	due := Due{UpdatedBefore: start.Add(-r.cfg.After), Before: start}
@@ -154,6 +157,8 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 		}
 		seen[a.ID] = true
 		sum.Examined++
+		prov := payment.ProviderOf(a.Provider)
+		examined[prov]++
 		acct, err := r.cfg.Accounts.Merchant(ctx, a.AccountID)
 		if err != nil {
 			return sum, err
@@ -169,12 +174,13 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 		case res.Resolved:
 			sum.Resolved[res.Status]++
 			if r.cfg.Metrics != nil {
-				r.cfg.Metrics.ReconcileResolution(res.Status)
+				r.cfg.Metrics.ReconcileResolution(prov, res.Status)
 			}
 		default:
 			sum.StillUnknown++
+			unknown[prov]++
 		}
-		log := []slog.Attr{slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID),
+		log := []slog.Attr{slog.String("attempt_id", a.ID), slog.String("payment_id", a.PaymentID), slog.String("provider", prov),
 			slog.String("operation", string(a.Operation)), slog.Bool("resolved", res.Resolved), slog.String("status", res.Status),
 			slog.Int("tries", a.ReconcileTries)}
 		if !res.Resolved && !res.ByOther && !res.Waiting && r.cfg.Now().Sub(a.CreatedAt) > r.cfg.AlertAfter {
@@ -184,14 +190,16 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconciled", log...)
 		}
 	}
-	n, err := r.AttemptCountNeedingAttention(ctx)
+	attention, err := r.AttemptCountNeedingAttentionByProvider(ctx)
 	if err != nil {
 		return sum, err
 	}
-	sum.NeedsAttention = n
+	for _, n := range attention {
+		sum.NeedsAttention += n
+	}
 	if r.cfg.Metrics != nil {
-		r.cfg.Metrics.ReconcileRun(sum.Examined, sum.StillUnknown)
-		r.cfg.Metrics.ReconcileNeedsAttention(n)
+		r.cfg.Metrics.ReconcileRun(examined, unknown)
+		r.cfg.Metrics.ReconcileNeedsAttention(attention)
 	}
 	return sum, nil
 }

@@ -22,9 +22,9 @@ type Store interface {
 	// nextDue(the claims so far, this one included); payment.ErrNotFound
 	// when none is due.
 	AttemptClaimNext(ctx context.Context, due Due, now, leaseUntil time.Time, nextDue func(tries int) time.Time) (*payment.Attempt, error)
-	// AttemptCountNeedingAttention counts unresolved attempts created before
-	// createdBefore.
-	AttemptCountNeedingAttention(ctx context.Context, createdBefore time.Time) (int, error)
+	// AttemptCountNeedingAttentionByProvider counts unresolved attempts
+	// created before createdBefore, by provider.
+	AttemptCountNeedingAttentionByProvider(ctx context.Context, createdBefore time.Time) (map[string]int, error)
 }
 
 // Due says which unresolved attempts a reconciliation pass may claim.
@@ -171,7 +171,18 @@ func (r *Reconciler) All(ctx context.Context, acct payment.Account, paymentID, a
 // AttemptCountNeedingAttention counts attempts unresolved for longer than
 // RECONCILE_ALERT_AFTER.
 func (r *Reconciler) AttemptCountNeedingAttention(ctx context.Context) (int, error) {
-	return r.cfg.Store.AttemptCountNeedingAttention(ctx, r.cfg.Now().Add(-r.cfg.AlertAfter))
+	byProvider, err := r.AttemptCountNeedingAttentionByProvider(ctx)
+	n := 0
+	for _, c := range byProvider {
+		n += c
+	}
+	return n, err
+}
+
+// AttemptCountNeedingAttentionByProvider is AttemptCountNeedingAttention
+// by provider; a provider with none is absent.
+func (r *Reconciler) AttemptCountNeedingAttentionByProvider(ctx context.Context) (map[string]int, error) {
+	return r.cfg.Store.AttemptCountNeedingAttentionByProvider(ctx, r.cfg.Now().Add(-r.cfg.AlertAfter))
 }
 
 // NeedsAttention tells whether an attempt has been unresolved for longer

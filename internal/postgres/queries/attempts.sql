@@ -54,9 +54,10 @@ WHERE id = @id
 RETURNING *;
 
 -- Unresolved attempts older than the alert age: they need a person.
--- name: AttemptCountNeedingAttention :one
-SELECT count(*) FROM attempts
-WHERE status IN ('processing', 'unknown') AND created_at < @created_before;
+-- name: AttemptCountNeedingAttentionByProvider :many
+SELECT provider, count(*) AS attempts FROM attempts
+WHERE status IN ('processing', 'unknown') AND created_at < @created_before
+GROUP BY provider;
 
 -- name: AttemptClaimByID :one
 UPDATE attempts

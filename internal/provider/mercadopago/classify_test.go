@@ -2,7 +2,10 @@ package mercadopago
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,6 +83,9 @@ func TestPixNextAction(t *testing.T) {
 	if na == nil || na.Type != provider.NextPixQRCode || na.PixQRCode == nil || *na.PixQRCode != want {
 		t.Fatalf("next action %+v, want %+v", na, want)
 	}
+	if res.Intent.ClientSecret != "" {
+		t.Fatalf("client secret %q on a Pix, want none (only a 3-D Secure challenge has a creq)", res.Intent.ClientSecret)
+	}
 	s := f.last(t)
 	if s.body["payment_method_id"] != "pix" || s.body["date_of_expiration"] != "2026-12-04T12:30:00.000+00:00" || s.body["token"] != nil {
 		t.Fatalf("pix body %v", s.body)
@@ -98,6 +104,8 @@ func TestThreeDSChallengeRedirect(t *testing.T) {
 		*na.RedirectToURL != (provider.RedirectToURL{URL: "https://acs.example/challenge", ReturnURL: "https://shop.example/back"}) {
 		t.Fatalf("intent %+v next action %+v", res.Intent, na)
 	}
+	// The frontend posts the creq to the url: it rides in client_secret,
+	// never in the url itself.
 	if res.Intent.ClientSecret != "eyJjcmVxIjoxfQ" {
 		t.Fatalf("client secret %q, want the creq", res.Intent.ClientSecret)
 	}
@@ -282,5 +290,71 @@ func TestProfileFromConfig(t *testing.T) {
 	}
 	if p := set.Profile(); p.KeyRetention != time.Hour || p.SearchLag != time.Minute {
 		t.Fatalf("profile = %+v, want retention 1h and search lag 1m", p)
+	}
+}
+
+// TestExpiryIsTheStoredAttempts: every send of one stored attempt carries
+// the date_of_expiration fixed when the attempt was built, however far the
+// clock moved between sends (Mercado Pago answers a key reused with another
+// body 409). An attempt stored before the expiry was recorded counts its
+// ExpiresIn from the time of sending.
+func TestExpiryIsTheStoredAttempts(t *testing.T) {
+	t.Parallel()
+	f := &fakeMP{answer: always(201, paymentJSON("pending", "pending_waiting_transfer", `"payment_method_id":"pix"`))}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	var mu sync.Mutex
+	now := fixedNow
+	p, err := New(Config{APIBase: srv.URL + basePath, KeyRetention: time.Hour, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	advance := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
+	// send decodes the attempt's stored request, as every send does.
+	send := func(stored []byte) any {
+		t.Helper()
+		var r provider.AuthorizeRequest
+		if err := json.Unmarshal(stored, &r); err != nil {
+			t.Fatal(err)
+		}
+		if res := p.Authorize(context.Background(), creds, r); res.Answer != provider.AnswerObject {
+			t.Fatalf("result %+v", res)
+		}
+		return f.last(t).body["date_of_expiration"]
+	}
+	pix, boleto := pixReq(), boletoReq()
+	pix.ExpiresAt = fixedNow.Add(30 * time.Minute)
+	boleto.ExpiresAt = fixedNow.AddDate(0, 0, 5).In(time.FixedZone("BRT", -3*3600))
+	for _, c := range []struct {
+		req  provider.AuthorizeRequest
+		want string
+	}{
+		{pix, "2026-12-04T12:30:00.000+00:00"},
+		{boleto, "2026-12-09T12:00:00.000+00:00"},
+	} {
+		stored, err := json.Marshal(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := send(stored)
+		advance(7 * time.Minute)
+		if again := send(stored); first != c.want || again != c.want {
+			t.Fatalf("%s: date_of_expiration %v then %v, want %s both times", c.req.PaymentMethod, first, again, c.want)
+		}
+	}
+	// A request stored without ExpiresAt (ExpiresIn 1800 s).
+	old := []byte(`{"IdempotencyKey":"pedido-842:autorizar-v1","Amount":1050,"Currency":"BRL","PaymentMethod":"pix",` +
+		`"CaptureMethod":"automatic","Metadata":{"payment_id":"pay_1","order_id":"pedido-842","attempt":"1"},` +
+		`"ExpiresIn":1800,"BillingDetails":{"email":"ana@example.com"}}`)
+	if got, want := send(old), now.Add(30*time.Minute).UTC().Format(expiryLayout); got != want {
+		t.Fatalf("old request: date_of_expiration %v, want %s (from the time of sending)", got, want)
 	}
 }

@@ -112,7 +112,12 @@ func toIntent(p *payment.Response) *provider.Intent {
 		in.AmountReceived = in.Amount
 	case provider.IntentRequiresAction:
 		in.NextAction = nextAction(p)
-		// The challenge request the frontend posts to the issuer's page.
+		// A challenge is not a plain redirect: the frontend must POST this
+		// creq (form field "creq") to the redirect's url, the issuer's page,
+		// as Mercado Pago's 3-D Secure guide has it (its Status Screen Brick
+		// takes the same pair, external_resource_url and creq). client_secret
+		// is the answer's one field for what the frontend hands the
+		// provider, so the creq travels there; Pix and Boleto have none.
 		in.ClientSecret = p.ThreeDSInfo.Creq
 	}
 	in.FailureCode, in.FailureMessage = failure(p)

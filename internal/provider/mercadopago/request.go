@@ -76,23 +76,37 @@ func (p *Provider) paymentMethod(req *payment.Request, set map[string]any, r pro
 		req.ThreeDSecureMode = threeDSOptional
 	case r.PaymentMethod == provider.MethodPix:
 		req.PaymentMethodID = methodPix
-		secs := r.ExpiresIn
-		if secs <= 0 {
-			secs = defaultPixSeconds
-		}
-		set["date_of_expiration"] = p.now().Add(time.Duration(secs) * time.Second).UTC().Format(expiryLayout)
+		set["date_of_expiration"] = p.expiration(r)
 	case r.PaymentMethod == provider.MethodBoleto:
 		req.PaymentMethodID = p.boleto
-		days := r.ExpiresIn
-		if days <= 0 {
-			days = defaultBoletoDays
-		}
-		set["date_of_expiration"] = p.now().AddDate(0, 0, int(days)).UTC().Format(expiryLayout)
+		set["date_of_expiration"] = p.expiration(r)
 		return boletoPayer(req.Payer, r.BillingDetails)
 	default:
 		return errors.New("a card on Mercado Pago needs its Mercado Pago token (payment_methods.mercadopago)")
 	}
 	return nil
+}
+
+// expiration is a Pix's or Boleto's date_of_expiration: the attempt's
+// ExpiresAt, so that a re-send of the attempt's key carries the body the
+// key was first sent with (Mercado Pago answers a reused key with another
+// body 409). An attempt stored before ExpiresAt was recorded counts
+// ExpiresIn, or its default, from now.
+func (p *Provider) expiration(r provider.AuthorizeRequest) string {
+	if !r.ExpiresAt.IsZero() {
+		return r.ExpiresAt.UTC().Format(expiryLayout)
+	}
+	n, at := r.ExpiresIn, p.now()
+	if r.PaymentMethod == provider.MethodBoleto {
+		if n <= 0 {
+			n = defaultBoletoDays
+		}
+		return at.AddDate(0, 0, int(n)).UTC().Format(expiryLayout)
+	}
+	if n <= 0 {
+		n = defaultPixSeconds
+	}
+	return at.Add(time.Duration(n) * time.Second).UTC().Format(expiryLayout)
 }
 
 // externalReference is "{payment_id}:{attempt}" from the service's metadata.

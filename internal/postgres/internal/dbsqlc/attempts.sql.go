@@ -79,17 +79,36 @@ func (q *Queries) AttemptClaimByID(ctx context.Context, arg AttemptClaimByIDPara
 	return i, err
 }
 
-const attemptCountNeedingAttention = `-- name: AttemptCountNeedingAttention :one
-SELECT count(*) FROM attempts
+const attemptCountNeedingAttentionByProvider = `-- name: AttemptCountNeedingAttentionByProvider :many
+SELECT provider, count(*) AS attempts FROM attempts
 WHERE status IN ('processing', 'unknown') AND created_at < $1
+GROUP BY provider
 `
 
+type AttemptCountNeedingAttentionByProviderRow struct {
+	Provider string
+	Attempts int64
+}
+
 // Unresolved attempts older than the alert age: they need a person.
-func (q *Queries) AttemptCountNeedingAttention(ctx context.Context, createdBefore time.Time) (int64, error) {
-	row := q.db.QueryRow(ctx, attemptCountNeedingAttention, createdBefore)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+func (q *Queries) AttemptCountNeedingAttentionByProvider(ctx context.Context, createdBefore time.Time) ([]AttemptCountNeedingAttentionByProviderRow, error) {
+	rows, err := q.db.Query(ctx, attemptCountNeedingAttentionByProvider, createdBefore)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AttemptCountNeedingAttentionByProviderRow
+	for rows.Next() {
+		var i AttemptCountNeedingAttentionByProviderRow
+		if err := rows.Scan(&i.Provider, &i.Attempts); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const attemptCountUnresolvedByPaymentOps = `-- name: AttemptCountUnresolvedByPaymentOps :one
