@@ -82,7 +82,8 @@ type Options struct {
 	// CircuitCooldown PROVIDER_CIRCUIT_COOLDOWN (default 30s).
 	CircuitFailures int
 	CircuitCooldown time.Duration
-	// MercadoPagoAPIBase is the same for Mercado Pago's calls.
+	// MercadoPagoAPIBase, when set, is where the instances send Mercado
+	// Pago's calls instead of the simulator.
 	MercadoPagoAPIBase string
 	// WrapProvider, when set, wraps every instance's provider adapters,
 	// each under its provider name (payment.ProviderStripe,
