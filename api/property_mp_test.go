@@ -213,11 +213,11 @@ func (s *mpSide) authorizations() {
 	for _, p := range s.r.e.Sim.MPPayments(s.token) {
 		byRef[p.ExternalReference]++
 		if byRef[p.ExternalReference] > 1 {
-			s.r.fail("%d payments at Mercado Pago for attempt %s", byRef[p.ExternalReference], p.ExternalReference)
+			s.r.fatalf("%d payments at Mercado Pago for attempt %s", byRef[p.ExternalReference], p.ExternalReference)
 		}
 	}
 	if n := s.r.e.Sim.StatsFor(s.token).Authorizations; n > 1 {
-		s.r.fail("%d authorizations at the provider for one attempt", n)
+		s.r.fatalf("%d authorizations at the provider for one attempt", n)
 	}
 }
 
@@ -238,7 +238,7 @@ func (s *mpSide) refunds(in propIntent) {
 		left[f.Amount]++
 	}
 	if dashboard != s.dashboard {
-		s.r.fail("%d refunds of %d at the provider, %d from the dashboard", dashboard, mpPropRefund, s.dashboard)
+		s.r.fatalf("%d refunds of %d at the provider, %d from the dashboard", dashboard, mpPropRefund, s.dashboard)
 	}
 	for _, f := range s.r.serviceRefunds() {
 		if f.status == "succeeded" {
@@ -247,7 +247,7 @@ func (s *mpSide) refunds(in propIntent) {
 	}
 	for amount, n := range left {
 		if n != 0 {
-			s.r.fail("refunds of %d: %d more at the provider than succeeded here (%+v)", amount, n, list)
+			s.r.fatalf("refunds of %d: %d more at the provider than succeeded here (%+v)", amount, n, list)
 		}
 	}
 }

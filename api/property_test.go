@@ -108,8 +108,8 @@ func (r *propRun) note(format string, args ...any) {
 	r.trace = append(r.trace, fmt.Sprintf(format, args...))
 }
 
-// fail stops the run with its trace.
-func (r *propRun) fail(format string, args ...any) {
+// fatalf stops the run with its trace.
+func (r *propRun) fatalf(format string, args ...any) {
 	r.t.Helper()
 	r.t.Fatalf("seed %d: "+format+"\ntrace: %q", append(append([]any{r.seed}, args...), r.trace)...)
 }
@@ -225,13 +225,13 @@ func (r *propRun) check() {
 		r.t.Fatal(err)
 	}
 	if len(unresolved) != 0 {
-		r.fail("attempts still unresolved: %q", unresolved)
+		r.fatalf("attempts still unresolved: %q", unresolved)
 	}
 	r.side.authorizations()
 	in, ok := r.side.intent()
 	if r.paymentID == "" {
 		if ok {
-			r.fail("the provider holds an intent but the client never got a payment")
+			r.fatalf("the provider holds an intent but the client never got a payment")
 		}
 		return
 	}
@@ -240,15 +240,15 @@ func (r *propRun) check() {
 	p := resp.JSON(r.t)
 	if !ok {
 		if s := p["status"]; s != "failed" && s != "declined" {
-			r.fail("payment %v with no intent at the provider", p)
+			r.fatalf("payment %v with no intent at the provider", p)
 		}
 		return
 	}
 	if p["status"] != in.status {
-		r.fail("payment status %v, provider intent %+v", p["status"], in)
+		r.fatalf("payment status %v, provider intent %+v", p["status"], in)
 	}
 	if p["amount_captured"] != float64(in.received) || p["amount_refunded"] != float64(in.refunded) {
-		r.fail("payment captured %v refunded %v, provider received %d refunded %d", p["amount_captured"], p["amount_refunded"], in.received, in.refunded)
+		r.fatalf("payment captured %v refunded %v, provider received %d refunded %d", p["amount_captured"], p["amount_refunded"], in.received, in.refunded)
 	}
 	r.side.refunds(in)
 }
@@ -368,7 +368,7 @@ func (s *stripeSide) customer() {}
 
 func (s *stripeSide) authorizations() {
 	if n := s.r.e.Sim.StatsFor(s.w.stripeKey).Authorizations; n > 1 {
-		s.r.fail("%d authorizations at the provider for one attempt", n)
+		s.r.fatalf("%d authorizations at the provider for one attempt", n)
 	}
 }
 
@@ -383,14 +383,14 @@ func (s *stripeSide) refunds(in propIntent) {
 	for _, f := range list {
 		if id := f.Metadata["refund_id"]; id != "" {
 			if atProvider[id] {
-				s.r.fail("refund %s made twice at the provider", id)
+				s.r.fatalf("refund %s made twice at the provider", id)
 			}
 			atProvider[id] = true
 		}
 	}
 	for _, f := range s.r.serviceRefunds() {
 		if (f.status == "succeeded") != atProvider[f.id] {
-			s.r.fail("refund %s is %s here, at the provider %v", f.id, f.status, atProvider[f.id])
+			s.r.fatalf("refund %s is %s here, at the provider %v", f.id, f.status, atProvider[f.id])
 		}
 	}
 }
