@@ -137,6 +137,26 @@ func TestFailoverOnUnreachable(t *testing.T) {
 		wantStatus(t, r, http.StatusCreated)
 		p := r.JSON(t)
 		wantAttempts(t, attemptTrail(t, s.Env, p["id"].(string)), "mercadopago pedido-fo-c2:autorizar-v1 succeeded ")
+
+		// A card only Stripe can take: refused before anything is
+		// reserved, so the client's retry after the cooldown is a new
+		// create.
+		var keys, payments int
+		count := func() {
+			t.Helper()
+			if err := s.DB.Pool.QueryRow(context.Background(),
+				`SELECT (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM payments)`).Scan(&keys, &payments); err != nil {
+				t.Fatal(err)
+			}
+		}
+		count()
+		k0, p0 := keys, payments
+		only := create(s.Env, "k-fo-c3", `{"order_id":"pedido-fo-c3","amount":2500,"currency":"BRL","payment_methods":{"stripe":"pm_card_visa"}}`)
+		wantProblem(t, only, http.StatusServiceUnavailable, "unavailable")
+		count()
+		if keys != k0 || payments != p0 {
+			t.Fatalf("keys %d→%d, payments %d→%d: an open circuit's refusal reserved something", k0, keys, p0, payments)
+		}
 	})
 }
 

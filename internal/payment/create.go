@@ -21,6 +21,11 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
+	if !slices.ContainsFunc(route, s.circuitAllows) {
+		// Every provider that could take it is skipped: nothing is
+		// reserved, so the client's retry is a new create.
+		return idempotency.Answer{}, Errorf(CodeUnavailable, "every provider that can take this payment is unavailable (its circuit is open); retry later")
+	}
 	k, err := NewKey(acct.ID, op, key, s.newID("pay"), req)
 	if err != nil {
 		return idempotency.Answer{}, err
@@ -118,7 +123,8 @@ func (s *Service) createRoute(acct Account, req CreateRequest) ([]string, error)
 }
 
 // firstProvider is the route's first provider whose circuit lets a call
-// through; when every circuit is open, the first: its call decides.
+// through (Create refuses a route with none; a circuit that opened since
+// leaves the first, whose call the circuit refuses without sending it).
 func (c *creating) firstProvider() string {
 	for _, name := range c.route {
 		if c.s.circuitAllows(name) {
