@@ -29,7 +29,12 @@ type webhookEnv struct {
 
 func newWebhookEnv(t *testing.T) *webhookEnv {
 	t.Helper()
-	e := apitest.New(t, apitest.Options{})
+	return newWebhookEnvWith(t, apitest.Options{})
+}
+
+func newWebhookEnvWith(t *testing.T, opts apitest.Options) *webhookEnv {
+	t.Helper()
+	e := apitest.New(t, opts)
 	w := &webhookEnv{Env: e, stripeKey: "sk_test_wh_" + apitest.SecretSuffix(t),
 		secret: "whsec_" + apitest.SecretSuffix(t)}
 	a, key, err := e.Accounts.Create(context.Background(), "Loja Webhook", w.stripeKey, w.secret)

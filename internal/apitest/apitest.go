@@ -97,6 +97,9 @@ type Options struct {
 	// WebhookAllowPrivate is WEBHOOK_ALLOW_PRIVATE: endpoints on this
 	// machine's test receivers need it.
 	WebhookAllowPrivate bool
+	// DBLockTimeout is DB_LOCK_TIMEOUT (0: none), so a test can hold a row
+	// lock longer than a request may wait for it.
+	DBLockTimeout time.Duration
 }
 
 // Env is one test's world.
@@ -241,6 +244,9 @@ func (e *Env) instanceConfig() app.Config {
 	if postgrestest.Pooled(e.T) {
 		to := postgrestest.PooledTimeouts
 		c.DBStatementTimeout, c.DBLockTimeout, c.DBIdleInTransactionTimeout = to[0], to[1], to[2]
+	}
+	if e.Opts.DBLockTimeout > 0 {
+		c.DBLockTimeout = e.Opts.DBLockTimeout
 	}
 	return c
 }
