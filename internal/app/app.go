@@ -259,14 +259,14 @@ func wrapStore(cfg Config, store *postgres.PaymentStore) payment.Store {
 // seam asks.
 func newProviders(cfg Config) (map[string]provider.Provider, error) {
 	mp, err := mercadopago.New(mercadopago.Config{APIBase: cfg.MercadoPagoAPIBase, Logger: cfg.Logger, Now: cfg.Now,
-		KeyRetention: cfg.MercadoPagoKeyRetention, SearchLag: cfg.MercadoPagoSearchGrace})
+		KeyRetention: cfg.MercadoPagoKeyRetention, SearchLag: cfg.MercadoPagoSearchGrace, Clock: provider.NewClock(cfg.Now)})
 	if err != nil {
 		return nil, err
 	}
 	provs := map[string]provider.Provider{
 		payment.ProviderStripe: stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
 			MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger,
-			KeyRetention: cfg.ProviderKeyRetention, SearchLag: cfg.ProviderSearchGrace}),
+			KeyRetention: cfg.ProviderKeyRetention, SearchLag: cfg.ProviderSearchGrace, Now: cfg.Now}),
 		payment.ProviderMercadoPago: mp,
 	}
 	if cfg.WrapProvider != nil {

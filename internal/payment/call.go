@@ -140,10 +140,10 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 		verb = "retrieve"
 		in, err := b.Provider.RetrieveIntent(cctx, b.Credentials, a.ProviderObjectID)
 		out = intentOutcome(prof, in, err)
-	case !recovered || inWindow:
-		out = send(cctx, b, a)
-		out.Outcome = provider.Judge(prof, out.Answer, provider.Send{
-			Recovery: recovered || out.Resent, InWindow: true, Authorize: a.Operation == OpAuthorize})
+	case !recovered:
+		out = s.sendJudged(cctx, b, a, false)
+	case inWindow:
+		verb, out = s.resendOrLookup(cctx, b, p, a, until)
 	default:
 		verb, out = s.lookup(cctx, b, p, a, now)
 	}
@@ -153,6 +153,37 @@ func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a 
 		slog.String("call", verb), slog.Bool("recovery", recovered), slog.String("answer", string(out.Answer)),
 		slog.String("outcome", string(out.Outcome)), slog.Any("error", out.Err))
 	return out
+}
+
+// sendJudged sends the attempt's request and judges the answer, inside the
+// key's window.
+func (s *Service) sendJudged(ctx context.Context, b Bound, a *Attempt, recovered bool) Outcome {
+	out := send(ctx, b, a)
+	out.Outcome = provider.Judge(b.Provider.Profile(), out.Answer, provider.Send{
+		Recovery: recovered || out.Resent, InWindow: true, Authorize: a.Operation == OpAuthorize})
+	return out
+}
+
+// resendOrLookup recovers an attempt inside its key's window by this
+// clock. The provider forgets a key by its own clock, and a key re-sent
+// after it was forgotten acts again: so a lookup goes first, which reads the
+// provider's clock (the Date of its answer) and may find the attempt's
+// effect, making the re-send needless. The key is re-sent only if nothing
+// was found and the provider's clock, too, is still inside the window;
+// otherwise the lookup's answer stands, as past the window.
+func (s *Service) resendOrLookup(ctx context.Context, b Bound, p *Payment, a *Attempt, until time.Time) (string, Outcome) {
+	verb, out := s.lookup(ctx, b, p, a, s.clock())
+	if out.Answer == provider.AnswerObject && (a.Operation == OpAuthorize || out.Outcome == provider.Succeeded) {
+		return verb, out
+	}
+	if c, ok := b.Provider.(provider.Clocked); ok {
+		if ahead := c.Clock().Ahead(); !s.clock().Add(ahead).Before(until) {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "provider clock past the key's window",
+				slog.String("payment_id", p.ID), slog.String("attempt_id", a.ID), slog.Duration("provider_ahead", ahead))
+			return verb, out
+		}
+	}
+	return "send", s.sendJudged(ctx, b, a, true)
 }
 
 // lookup learns an attempt's outcome past its re-send window from the

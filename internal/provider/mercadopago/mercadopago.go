@@ -43,6 +43,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now dates Pix and Boleto expiries; nil means time.Now.
 	Now func() time.Time
+	// Clock reads Mercado Pago's clock from the Date of its answers
+	// against the service's; nil means one against time.Now.
+	Clock *provider.Clock
 	// BoletoMethodID is the payment_method_id of a Boleto; "" means
 	// "bolbradesco".
 	BoletoMethodID string
@@ -62,8 +65,12 @@ type Provider struct {
 	now     func() time.Time
 	boleto  string
 	profile provider.Profile
+	clock   *provider.Clock
 	clients sync.Map // access token -> *sdkClients
 }
+
+// Clock is Mercado Pago's clock as its answers show it.
+func (p *Provider) Clock() *provider.Clock { return p.clock }
 
 var _ provider.Provider = (*Provider)(nil)
 
@@ -97,6 +104,14 @@ func New(cfg Config) (*Provider, error) {
 	if p.req.client == nil {
 		p.req.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
+	// Mercado Pago's clock, from the Date of its answers.
+	p.clock = cfg.Clock
+	if p.clock == nil {
+		p.clock = provider.NewClock(nil)
+	}
+	hc := *p.req.client
+	hc.Transport = p.clock.Transport(hc.Transport)
+	p.req.client = &hc
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

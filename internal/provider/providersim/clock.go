@@ -30,3 +30,11 @@ func (s *Server) Advance(d time.Duration) {
 
 // now is Server.Now for callers holding s.mu.
 func (s *Server) now() time.Time { return s.opts.Now().Add(s.offset) }
+
+// SetSearchLag changes how old an intent must be to be found by search
+// (Options.SearchLag), for intents made before and after.
+func (s *Server) SetSearchLag(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.SearchLag = max(d, 0)
+}

@@ -322,7 +322,11 @@ func New(opts Options) *Server {
 }
 
 // ServeHTTP serves the Stripe API under /v1/ and the control API under /_sim/.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// Every answer is dated by the simulator's clock, as a provider's by its own.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Date", s.Now().UTC().Format(http.TimeFormat))
+	s.mux.ServeHTTP(w, r)
+}
 
 // Stats returns the counters summed over all secret keys.
 func (s *Server) Stats() Stats {

@@ -40,6 +40,9 @@ type Config struct {
 	// provider.StripeKeyRetention and provider.DefaultSearchLag.
 	KeyRetention time.Duration
 	SearchLag    time.Duration
+	// Now is the service's clock, against which the provider's (the Date
+	// of its answers) is read; time.Now when nil.
+	Now func() time.Time
 }
 
 // Provider is the Stripe implementation of provider.Provider. It is safe for
@@ -49,6 +52,7 @@ type Provider struct {
 	log      *slog.Logger
 	retries  int
 	profile  provider.Profile
+	clock    *provider.Clock
 	clients  sync.Map // secret key -> *client.API
 }
 
@@ -60,9 +64,16 @@ func New(cfg Config) *Provider {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	clock := provider.NewClock(cfg.Now)
+	// stripe-go's own default client, watching Stripe's clock.
+	hc := http.Client{Timeout: 80 * time.Second}
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	}
+	hc.Transport = clock.Transport(hc.Transport)
 	backend := func(t stripego.SupportedBackend) stripego.Backend {
 		bc := &stripego.BackendConfig{
-			HTTPClient:        cfg.HTTPClient,
+			HTTPClient:        &hc,
 			MaxNetworkRetries: stripego.Int64(int64(cfg.MaxNetworkRetries)),
 			LeveledLogger:     quietLogger{l: logger},
 		}
@@ -78,6 +89,7 @@ func New(cfg Config) *Provider {
 		},
 		log:     logger,
 		retries: cfg.MaxNetworkRetries,
+		clock:   clock,
 		profile: provider.StripeProfile(orDefault(cfg.KeyRetention, provider.StripeKeyRetention),
 			orDefault(cfg.SearchLag, provider.DefaultSearchLag)),
 	}
@@ -93,6 +105,9 @@ func orDefault(d, def time.Duration) time.Duration {
 // Profile is Stripe's idempotency contract with the configured retention
 // and search lag.
 func (p *Provider) Profile() provider.Profile { return p.profile }
+
+// Clock is Stripe's clock as its answers show it.
+func (p *Provider) Clock() *provider.Clock { return p.clock }
 
 // Retries is how often stripe-go re-sends one call on its own.
 func (p *Provider) Retries() int { return p.retries }
