@@ -304,6 +304,11 @@ func TestMercadoPagoLostAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := newMPShopWith(t, apitest.Options{MercadoPagoKeyRetention: tc.retention})
+			if tc.resent {
+				// A lookup goes first and would find the payment: the
+				// search not showing it yet leaves it to the re-send.
+				s.Sim.SetMPSearchLag(time.Hour)
+			}
 			order := "pedido-mp-lost"
 			// Two drops: Go's transport re-sends a POST carrying an
 			// idempotency key once on a reused connection.

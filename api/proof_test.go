@@ -388,6 +388,9 @@ func TestRecordingTheProviderAnswer(t *testing.T) {
 			return &flakyStore{Store: st, fail: func(n int) bool { return n >= 2 && n <= 4 }}
 		}})
 		body := createBody("pedido-settle-down", 2000)
+		// The search does not show the intent yet, so the recovery's lookup
+		// finds nothing and the key is re-sent.
+		e.Sim.SetSearchLag(time.Hour)
 		wantProblem(t, create(e, "k-settle-down", body), http.StatusServiceUnavailable, "unavailable")
 		wantEffects(t, e.Sim, 1)
 		// The provider's answer was not recorded: the attempt's lease holds

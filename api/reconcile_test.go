@@ -148,6 +148,9 @@ func TestReconcile(t *testing.T) {
 		t.Parallel()
 		e := apitest.New(t, apitest.Options{ProviderTimeout: 200 * time.Millisecond, Lease: 5 * time.Second})
 		slow := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.DelayAfterEffect, Delay: 2 * time.Second, Times: 1})
+		// The search does not show the intent yet: the recovery's lookup
+		// finds nothing, and the key's replay answers.
+		e.Sim.SetSearchLag(time.Hour)
 		body := createBody("pedido-rc-slow", 2000)
 		p := createUnknown(t, e, "k-rc-slow", body)
 		if slow.Hits() != 1 {

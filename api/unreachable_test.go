@@ -186,6 +186,13 @@ type outage struct {
 	off  atomic.Bool
 }
 
+func (o *outage) SearchIntentByPaymentID(ctx context.Context, c provider.Credentials, id string) (*provider.Intent, error) {
+	if o.off.Load() {
+		return o.down.SearchIntentByPaymentID(ctx, c, id)
+	}
+	return o.Provider.SearchIntentByPaymentID(ctx, c, id)
+}
+
 func (o *outage) Authorize(ctx context.Context, c provider.Credentials, r provider.AuthorizeRequest) provider.Result {
 	if o.off.Load() {
 		return o.down.Authorize(ctx, c, r)

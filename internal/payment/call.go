@@ -173,7 +173,7 @@ func (s *Service) sendJudged(ctx context.Context, b Bound, a *Attempt, recovered
 // otherwise the lookup's answer stands, as past the window.
 func (s *Service) resendOrLookup(ctx context.Context, b Bound, p *Payment, a *Attempt, until time.Time) (string, Outcome) {
 	verb, out := s.lookup(ctx, b, p, a, s.clock())
-	if out.Answer == provider.AnswerObject && (a.Operation == OpAuthorize || out.Outcome == provider.Succeeded) {
+	if foundEffect(b.Provider.Profile(), a, out) {
 		return verb, out
 	}
 	if c, ok := b.Provider.(provider.Clocked); ok {
@@ -184,6 +184,23 @@ func (s *Service) resendOrLookup(ctx context.Context, b Bound, p *Payment, a *At
 		}
 	}
 	return "send", s.sendJudged(ctx, b, a, true)
+}
+
+// foundEffect reports whether a lookup inside the key's window found the
+// attempt's own object: the intent an authorization made, or the effect of
+// a capture, cancel or refund. A refund told only by elimination (a
+// provider without refund metadata) is left to the re-send, which is exact.
+func foundEffect(prof provider.Profile, a *Attempt, out Outcome) bool {
+	if out.Answer != provider.AnswerObject {
+		return false
+	}
+	switch a.Operation {
+	case OpAuthorize:
+		return true
+	case OpCapture, OpCancel:
+		return out.Outcome == provider.Succeeded
+	}
+	return out.Outcome == provider.Succeeded && prof.RefundMetadata
 }
 
 // lookup learns an attempt's outcome past its re-send window from the
