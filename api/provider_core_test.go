@@ -246,6 +246,9 @@ func TestMercadoPagoResendKeepsTheExpiry(t *testing.T) {
 		t.Fatalf("stored expiry %v, want the attempt's creation + expires_in %v", stored.ExpiresAt, want)
 	}
 	sent := countOp(e.Sim, "mp_create")
+	// The recovery's lookup goes first: the search not showing the payment
+	// yet leaves it to the re-send.
+	e.Sim.SetMPSearchLag(time.Hour)
 
 	e.Clock.Advance(5 * time.Minute)
 	r, err := reconcile.New(reconcile.Config{Payments: e.Payments, Store: e.ReconcileStore(), Now: e.ServiceClock(),
