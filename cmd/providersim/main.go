@@ -51,6 +51,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	lag, err := envDuration("PROVIDERSIM_SEARCH_LAG", 0)
+	if err != nil {
+		return err
+	}
+	flag.DurationVar(&lag, "search-lag", lag, "how old a Stripe PaymentIntent must be to be found by search (env PROVIDERSIM_SEARCH_LAG)")
 	flag.DurationVar(&mpRetention, "mp-key-retention", mpRetention, "how long Mercado Pago X-Idempotency-Keys are remembered; 0: none (env PROVIDERSIM_MP_KEY_RETENTION)")
 	flag.DurationVar(&mpLag, "mp-search-lag", mpLag, "how old a Mercado Pago payment must be to be found by search (env PROVIDERSIM_MP_SEARCH_LAG)")
 	baseURL := os.Getenv("PROVIDERSIM_BASE_URL")
@@ -61,7 +66,8 @@ func run() error {
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	sim := providersim.New(providersim.Options{KeyRetention: retention, Logger: logger, BaseURL: baseURL, MPSearchLag: mpLag})
+	sim := providersim.New(providersim.Options{KeyRetention: retention, Logger: logger, BaseURL: baseURL,
+		SearchLag: lag, MPSearchLag: mpLag})
 	sim.SetMPKeyRetention(mpRetention) // 0 is a setting here, not the default
 
 	ln, err := net.Listen("tcp", addr)
