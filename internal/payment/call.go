@@ -166,42 +166,26 @@ func (s *Service) sendJudged(ctx context.Context, b Bound, a *Attempt, recovered
 
 // resendOrLookup recovers an attempt inside its key's window by this
 // clock. The provider forgets a key by its own clock, and a key re-sent
-// after it was forgotten acts again: so a lookup goes first, which reads the
-// provider's clock (the Date of its answer) and may find the attempt's
-// effect, making the re-send needless. The key is re-sent only if nothing
-// was found and the provider's clock, too, is still inside the window;
-// otherwise the lookup's answer stands, as past the window.
+// after it was forgotten acts again: so a lookup goes first, which reads
+// the provider's clock (the Date of its answer). While that clock too is
+// inside the window the key is re-sent (CONTRACT §5: every recovery
+// re-sends it); past it, the lookup's answer stands, as past the window.
 func (s *Service) resendOrLookup(ctx context.Context, b Bound, p *Payment, a *Attempt, until time.Time) (string, Outcome) {
+	c, ok := b.Provider.(provider.Clocked)
+	if !ok {
+		return "send", s.sendJudged(ctx, b, a, true)
+	}
 	verb, out := s.lookup(ctx, b, p, a, s.clock())
-	if foundEffect(b.Provider.Profile(), a, out) {
+	if ahead := c.Clock().Ahead(); !s.clock().Add(ahead).Before(until) {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "provider clock past the key's window",
+			slog.String("payment_id", p.ID), slog.String("attempt_id", a.ID), slog.Duration("provider_ahead", ahead))
 		return verb, out
 	}
-	if c, ok := b.Provider.(provider.Clocked); ok {
-		if ahead := c.Clock().Ahead(); !s.clock().Add(ahead).Before(until) {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "provider clock past the key's window",
-				slog.String("payment_id", p.ID), slog.String("attempt_id", a.ID), slog.Duration("provider_ahead", ahead))
-			return verb, out
-		}
-	}
+	// Inside the window by both clocks: the key is re-sent, as every
+	// recovery does, and the provider replays the first answer.
 	return "send", s.sendJudged(ctx, b, a, true)
 }
 
-// foundEffect reports whether a lookup inside the key's window found the
-// attempt's own object: the intent an authorization made, or the effect of
-// a capture, cancel or refund. A refund told only by elimination (a
-// provider without refund metadata) is left to the re-send, which is exact.
-func foundEffect(prof provider.Profile, a *Attempt, out Outcome) bool {
-	if out.Answer != provider.AnswerObject {
-		return false
-	}
-	switch a.Operation {
-	case OpAuthorize:
-		return true
-	case OpCapture, OpCancel:
-		return out.Outcome == provider.Succeeded
-	}
-	return out.Outcome == provider.Succeeded && prof.RefundMetadata
-}
 
 // lookup learns an attempt's outcome past its re-send window from the
 // provider's objects: the intent an authorization made (searched by the
