@@ -297,3 +297,20 @@ func TestHistoryVerdictsInReport(t *testing.T) {
 		t.Fatalf("the report does not show the verdicts:\n%s", b.String())
 	}
 }
+
+// A lost capture seen captured by a read returns by that read: a read
+// after it showing the payment authorized again is caught.
+func TestHistoryLostCaptureBoundedByFirstSight(t *testing.T) {
+	s := &script{}
+	s.answer("ck-o1-1", "create", "pay_1", 0, 100*time.Millisecond, http.StatusCreated, pay("authorized"), false)
+	s.lost("ck-o1-capture", "capture", "pay_1", time.Second)
+	s.answer("", "get", "pay_1", 2*time.Second, 100*time.Millisecond, http.StatusOK, pay("captured"), false)
+	sample, got := collect(t)
+	if p := checkPayments(s.calls, finalsOf("captured"), sample); p.Illegal != 0 || p.Settled != 1 || len(*got) != 0 {
+		t.Fatalf("a lost capture seen by a read: %+v %v", p, *got)
+	}
+	s.answer("", "get", "pay_1", 3*time.Second, 100*time.Millisecond, http.StatusOK, pay("authorized"), false)
+	if p := checkPayments(s.calls, finalsOf("captured"), sample); p.Illegal != 1 {
+		t.Fatalf("authorized shown after captured was: %+v", p)
+	}
+}

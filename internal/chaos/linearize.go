@@ -212,9 +212,13 @@ var effectOf = map[string]string{"capture": "captured", "cancel": "canceled"}
 // payment is free.
 func paymentOps(calls []call, finals map[string]string, t *linearTally) map[string][]porcupine.Operation {
 	answered := map[string]bool{}
+	shown := map[string][]call{} // payment -> answers that show it as it is
 	for _, c := range calls {
 		if c.Key != "" && !c.Lost {
 			answered[c.Key] = true
+		}
+		if !c.Lost && !c.Replayed && c.Op != "refund" && c.PaymentID != "" {
+			shown[c.PaymentID] = append(shown[c.PaymentID], c)
 		}
 	}
 	epoch := time.Time{}
@@ -234,7 +238,11 @@ func paymentOps(calls []call, finals map[string]string, t *linearTally) map[stri
 				continue
 			}
 			t.Settled++
-			byPayment[c.PaymentID] = append(byPayment[c.PaymentID], operation(c, i, want, epoch))
+			op := operation(c, i, want, epoch)
+			if seen, ok := firstSeen(shown[c.PaymentID], want, c.Call); ok {
+				op.Return = seen.Sub(epoch).Nanoseconds()
+			}
+			byPayment[c.PaymentID] = append(byPayment[c.PaymentID], op)
 		case !c.Replayed && (c.Status == http.StatusOK || c.Status == http.StatusCreated || c.Status == http.StatusAccepted):
 			p := decodePayment(c.Body)
 			if p == nil || p.ID != c.PaymentID && c.Op != "create" {
@@ -244,6 +252,22 @@ func paymentOps(calls []call, finals map[string]string, t *linearTally) map[stri
 		}
 	}
 	return byPayment
+}
+
+// firstSeen is when one of a payment's answers, after a lost call at
+// from, first showed it in status: the lost call's effect happened by
+// then, as etcd bounds a lost write by the first watch event showing it.
+func firstSeen(shown []call, status string, from time.Time) (time.Time, bool) {
+	var at time.Time
+	for _, c := range shown {
+		if !c.Return.After(from) {
+			continue
+		}
+		if p := decodePayment(c.Body); p != nil && p.Status == status && (at.IsZero() || c.Return.Before(at)) {
+			at = c.Return
+		}
+	}
+	return at, !at.IsZero()
 }
 
 // checkPayments checks each payment's history against paymentModel, the
