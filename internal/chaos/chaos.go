@@ -770,6 +770,9 @@ func (r *runner) figures(ctx context.Context, server string, feed []string, got 
 	rep.checkRaces(reqs)
 	rep.checkResends(reqs, r.keys, r.mpKeys)
 	rep.checkNoEffect(reqs, recs, st)
+	if err := r.checkHistories(ctx, stored, reads, recs, reqs, st); err != nil {
+		return err
+	}
 	var byProvider map[string]int
 	if rep.ResolvedByLookup, byProvider, err = resolvedByLookup(r.logDir, st); err != nil {
 		return err

@@ -43,6 +43,9 @@ type Report struct {
 	// Xid is where the server's xid8 went: the run's private cluster
 	// starts just below a boundary.
 	Xid xidTally
+	// Histories are the history checkers' verdicts: each "no" is a
+	// violation.
+	Histories historyVerdicts
 
 	Traffic    tally
 	Webhooks   webhookTally
@@ -101,7 +104,7 @@ func (r *Report) Violations() int {
 	return r.DoubleCharges + r.LostPayments + r.Phantoms + r.AmountMismatches + r.Lies +
 		r.Stranded + r.StrandedAttempts + r.StrandedRefunds + r.Unexpected + r.BothSent +
 		r.LateResends + r.FalseNoEffect + r.TwoProviders + r.NotRecovered + r.Merchant.Lost + r.Merchant.BadSignatures +
-		r.Feed.Errors()
+		r.Feed.Errors() + r.Histories.violations()
 }
 
 // Lookups is the number of attempts settled by a lookup past their window.
@@ -561,6 +564,7 @@ func (r *Report) Print(w io.Writer) {
 		r.Merchant.Lost, r.Merchant.BadSignatures)
 	line("feed errors", "%s", r.Feed)
 	line("two providers", "%d (payments with an object at both providers)", r.TwoProviders)
+	r.printHistories(line)
 	r.providerLines(line)
 	line("orders", "%d (final answer %d, still waiting at the end %d; bad-key clients %d, impatient clients %d; second card %d; double submits %d)",
 		c.Orders, c.FinalOrders, c.Orders-c.FinalOrders, c.BadOrders, c.Impatient, c.SecondIntents, c.DoubleSubmits)

@@ -138,6 +138,7 @@ type fleet struct {
 	refunds    []refundSeen
 	ops        map[string]map[string]bool // payment id -> capture/cancel asked by its client
 	unexpected []string
+	hist       *history // every exchange, for the history checkers
 	// failover is when the database's primary was stopped; recovered is
 	// the time from it to the first 201 of a create sent after it, and
 	// failedDuring counts the 5xx and transport errors in between.
@@ -184,8 +185,9 @@ func newFleet(replicas []string, simURL, apiKey, runID string) *fleet {
 		http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
 			MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second,
 		}},
-		t:   tally{ByStatus: map[int]int{}, Codes: map[string]int{}},
-		ops: map[string]map[string]bool{},
+		t:    tally{ByStatus: map[int]int{}, Codes: map[string]int{}},
+		ops:  map[string]map[string]bool{},
+		hist: &history{},
 	}
 }
 
@@ -260,6 +262,7 @@ func (f *fleet) do(ctx context.Context, method, base, path, key string, body []b
 		rctx, cancel = context.WithTimeout(ctx, patience)
 	}
 	defer cancel()
+	sent := time.Now()
 	resp, err := f.http.Do(req.WithContext(rctx))
 	var b []byte
 	if err == nil {
@@ -280,6 +283,7 @@ func (f *fleet) do(ctx context.Context, method, base, path, key string, body []b
 				f.failedInFailover()
 			}
 		})
+		f.hist.record(method, path, key, body, sent, answer{err: err})
 		return answer{err: err}
 	}
 	a := answer{status: resp.StatusCode, body: b, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
@@ -308,6 +312,7 @@ func (f *fleet) do(ctx context.Context, method, base, path, key string, body []b
 			t.Codes[a.code]++
 		}
 	})
+	f.hist.record(method, path, key, body, sent, a)
 	return a
 }
 

@@ -31,6 +31,7 @@ type merchant struct {
 	got     map[string]int // webhook-id -> deliveries accepted
 	bad     []string       // deliveries refused for their signature
 	changed chan struct{}  // closed and replaced at each accepted delivery
+	hist    *history       // the accepted deliveries in the order they came
 }
 
 // startMerchant listens on a free local port.
@@ -40,7 +41,7 @@ func startMerchant() (*merchant, error) {
 		return nil, err
 	}
 	m := &merchant{url: "http://" + ln.Addr().String(), http: &http.Client{Timeout: 30 * time.Second},
-		got: map[string]int{}, changed: make(chan struct{})}
+		got: map[string]int{}, changed: make(chan struct{}), hist: &history{}}
 	m.srv = &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = m.srv.Serve(ln) }()
 	return m, nil
@@ -65,6 +66,7 @@ func (m *merchant) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.got[id]++
+	m.hist.hook(id, body)
 	close(m.changed)
 	m.changed = make(chan struct{})
 	w.WriteHeader(http.StatusNoContent)
