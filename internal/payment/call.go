@@ -186,7 +186,6 @@ func (s *Service) resendOrLookup(ctx context.Context, b Bound, p *Payment, a *At
 	return "send", s.sendJudged(ctx, b, a, true)
 }
 
-
 // lookup learns an attempt's outcome past its re-send window from the
 // provider's objects: the intent an authorization made (searched by the
 // payment's id), the intent a capture or cancel acted on, or the refund
