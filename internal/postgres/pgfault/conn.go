@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,12 +16,12 @@ type conn struct {
 	p              *Proxy
 	client, server net.Conn
 	once           sync.Once
+	dead           atomic.Bool
 
-	started bool // the startup message has passed
-	opaque  bool // TLS or GSS was asked for: forwarded unread
-	budget  int  // bytes left before a reset (0: no limit)
-	broken  bool // a blackhole ate some of its bytes
-	inTx    bool
+	started bool              // the startup message has passed
+	opaque  bool              // TLS or GSS was asked for: forwarded unread
+	budget  int               // bytes left before a reset (0: no limit)
+	broken  bool              // a blackhole ate some of its bytes
 	txlog   []string          // statements of the open transaction
 	stmts   map[string]string // prepared statement name → SQL
 }
@@ -28,6 +29,7 @@ type conn struct {
 // close closes both sides; reset makes the client's side an RST.
 func (c *conn) close(reset bool) {
 	c.once.Do(func() {
+		c.dead.Store(true)
 		if tc, ok := c.client.(*net.TCPConn); ok && reset {
 			_ = tc.SetLinger(0)
 		}
@@ -69,7 +71,7 @@ func (c *conn) pump(src, dst net.Conn, fromClient bool) {
 // send forwards b through the proxy's stall, blackhole, slowness and byte
 // budget.
 func (c *conn) send(dst net.Conn, b []byte) error {
-	discard, delay := c.p.gate()
+	discard, delay := c.p.gate(c)
 	if delay > 0 {
 		time.Sleep(delay)
 	}
@@ -167,7 +169,7 @@ func (c *conn) inspect(msg []byte, fromClient bool) bool {
 		}
 	case 'Z':
 		if len(body) > 0 && body[0] == 'I' {
-			c.inTx, c.txlog = false, nil
+			c.txlog = nil
 		}
 	}
 	return false
@@ -177,12 +179,9 @@ func (c *conn) inspect(msg []byte, fromClient bool) bool {
 // armed for it acts.
 func (c *conn) statement(sql string) bool {
 	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(sql)), "BEGIN") {
-		c.inTx, c.txlog = true, nil
+		c.txlog = nil
 	}
 	c.txlog = append(c.txlog, sql)
-	if !c.inTx {
-		return false
-	}
 	return c.fire(&c.p.resets, func(m string) bool { return strings.Contains(sql, m) }, func() { c.p.stats.Resets++ })
 }
 

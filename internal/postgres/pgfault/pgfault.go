@@ -105,10 +105,11 @@ func (p *Proxy) DropCommitAnswer(match string, nth int) *Armed {
 	return a
 }
 
-// ResetInTransaction arms a reset mid-transaction: when the nth statement
-// containing match is sent inside a transaction, the connection is reset
-// before the server gets it, so the server rolls the transaction back.
-func (p *Proxy) ResetInTransaction(match string, nth int) *Armed {
+// ResetOnStatement arms a reset: when the nth statement containing match is
+// sent, the connection is reset before the server gets it. Inside a
+// transaction the server rolls the transaction back; a statement alone is
+// lost with its answer.
+func (p *Proxy) ResetOnStatement(match string, nth int) *Armed {
 	a := &Armed{match: match, nth: max(nth, 1), fired: make(chan struct{})}
 	p.mu.Lock()
 	p.resets = append(p.resets, a)
@@ -217,12 +218,15 @@ func (p *Proxy) accept() {
 
 // gate waits out a stall and says whether the bytes are to be discarded,
 // and how long to delay them.
-func (p *Proxy) gate() (discard bool, delay time.Duration) {
+func (p *Proxy) gate(c *conn) (discard bool, delay time.Duration) {
 	for {
 		p.mu.Lock()
-		stall, black, slow, d := p.stall, p.black, p.slowTo, p.delay
+		stall, black, slow, d, closing := p.stall, p.black, p.slowTo, p.delay, p.closing
 		p.mu.Unlock()
 		now := time.Now()
+		if closing || c.dead.Load() {
+			return true, 0
+		}
 		if now.Before(stall) {
 			time.Sleep(min(stall.Sub(now), 10*time.Millisecond))
 			continue

@@ -102,7 +102,7 @@ func TestResetInTransaction(t *testing.T) {
 	t.Parallel()
 	p, direct, proxied := setup(t)
 	ctx := context.Background()
-	armed := p.ResetInTransaction("-- marker", 1)
+	armed := p.ResetOnStatement("-- marker", 1)
 	if err := insertTx(ctx, proxied(), "lost"); err == nil {
 		t.Fatalf("a transaction reset in its middle committed")
 	}
