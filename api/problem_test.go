@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
@@ -129,6 +130,18 @@ func TestWriteProblemClientGone(t *testing.T) {
 	if line := oneLogLine(t, logs); line["level"] != "DEBUG" || line["msg"] != "request abandoned by the client" {
 		t.Fatalf("log line %v", line)
 	}
+}
+
+// The server's own deadline on a request is not the client leaving: a
+// database call it ended is 503 unavailable, which the client reads.
+func TestWriteProblemServerDeadline(t *testing.T) {
+	log, _ := testLogger()
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/payments", nil)
+	writeProblem(log, rec, req, fmt.Errorf("%w: %w", postgres.ErrUnavailable, context.DeadlineExceeded))
+	wantRecProblem(t, rec, http.StatusServiceUnavailable, payment.CodeUnavailable)
 }
 
 // A domain error is shown as it is and logged nowhere; anything else is a

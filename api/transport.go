@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -32,8 +34,9 @@ const routeUnmatched = "unmatched"
 
 // clientGone reports whether the client closed the connection: net/http
 // cancels the request's context when a read from the connection fails or
-// finds it closed.
-func clientGone(r *http.Request) bool { return r.Context().Err() != nil }
+// finds it closed. A deadline that passed is the server's own bound on the
+// request, not the client leaving: its answer is still read.
+func clientGone(r *http.Request) bool { return errors.Is(r.Context().Err(), context.Canceled) }
 
 // singleHeader returns the value of a field that must appear at most once:
 // ok is false when the request carries it on more than one line, even with

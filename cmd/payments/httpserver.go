@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -43,11 +44,27 @@ func (c *config) checkHTTP(maxHeader string) error {
 // time, or idle keep-alive connections, hold a connection for ever.
 func newHTTPServer(cfg config, h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           boundRequests(h, cfg.HTTPWriteTimeout),
 		ReadHeaderTimeout: min(readHeaderTimeout, cfg.HTTPReadTimeout),
 		ReadTimeout:       cfg.HTTPReadTimeout,
 		WriteTimeout:      cfg.HTTPWriteTimeout,
 		IdleTimeout:       cfg.HTTPIdleTimeout,
 		MaxHeaderBytes:    cfg.HTTPMaxHeaderBytes,
 	}
+}
+
+// boundRequests gives each request a deadline just short of the write
+// timeout. DB_STATEMENT_TIMEOUT is enforced by the server, so it cannot end
+// a round trip the network lost or stalled: without a deadline of its own
+// the request waits for ever, and an answer after the write timeout could
+// not be written anyway. At the deadline a database call fails as
+// unavailable (503) and a provider call as unknown; the work that records
+// a provider's answer runs on its own bounded context.
+func boundRequests(h http.Handler, write time.Duration) http.Handler {
+	bound := write - min(time.Second, write/10)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), bound)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }

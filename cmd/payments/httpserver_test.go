@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,22 @@ func TestServeBoundsConnections(t *testing.T) {
 		case <-bound:
 			t.Fatalf("still open after %s: idle %v, slow body %v", waitBound, idleClosed != nil, slowClosed != nil)
 		}
+	}
+}
+
+// TestRequestsEndBeforeTheWriteTimeout: a handler's context ends before the
+// write timeout, so a database round trip the network stalls (which the
+// server's statement_timeout cannot end) fails in time for a 503.
+func TestRequestsEndBeforeTheWriteTimeout(t *testing.T) {
+	t.Parallel()
+	const write = 5 * time.Second
+	var deadline time.Time
+	var ok bool
+	before := time.Now()
+	boundRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deadline, ok = r.Context().Deadline()
+	}), write).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	if !ok || !deadline.Before(before.Add(write)) {
+		t.Fatalf("request deadline %v (set %v), want one before the write timeout ends at %v", deadline, ok, before.Add(write))
 	}
 }
