@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/acmepay/payments/internal/apitest"
+	"github.com/acmepay/payments/internal/postgres/pgfault"
+	"github.com/acmepay/payments/internal/provider/providersim"
+)
+
+// behindProxy starts the real binary with its pool behind a fault proxy
+// (DATABASE_URL through the proxy, migrations direct).
+func behindProxy(t *testing.T, extraEnv ...string) (*apitest.Env, *proc, *pgfault.Proxy) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the real binary; skipped in -short")
+	}
+	e := apitest.New(t, apitest.Options{})
+	u, err := url.Parse(e.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := pgfault.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	env := append([]string{"DATABASE_URL=" + px.URL(e.DBURL), "MIGRATE_DATABASE_URL=" + e.DBURL}, extraEnv...)
+	return e, start(t, e, buildBinary(t, ""), env...), px
+}
+
+func create(e *apitest.Env, p *proc, key string) (*apitest.Response, error) {
+	return e.TryDo(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: crashBody, BaseURL: p.url})
+}
+
+// assertRecorded checks that a final answer is the one the database holds:
+// the key replays it byte for byte.
+func assertRecorded(t *testing.T, e *apitest.Env, p *proc, key string, final *apitest.Response) {
+	t.Helper()
+	again := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: crashBody, BaseURL: p.url})
+	if again.Header.Get("Idempotent-Replayed") != "true" || again.Status != final.Status || !bytes.Equal(again.Body, final.Body) {
+		t.Fatalf("the final answer %d %s is not the recorded one: a replay gave %d %s",
+			final.Status, final.Body, again.Status, again.Body)
+	}
+}
+
+// assertNotFinal checks that an answer the service gave while its commit's
+// answer was lost promises nothing: no 201, no 200.
+func assertNotFinal(t *testing.T, r *apitest.Response, err error) {
+	t.Helper()
+	if err == nil && (r.Status == http.StatusCreated || r.Status == http.StatusOK) {
+		t.Fatalf("a final answer %d %s while the database's answer was lost", r.Status, r.Body)
+	}
+}
+
+// eventTypes lists the types of the account's events for one payment, as a
+// feed consumer reads them.
+func eventTypes(t *testing.T, e *apitest.Env, p *proc, id string) []string {
+	t.Helper()
+	e.FeedCaughtUp(t)
+	r := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/events?limit=100", BaseURL: p.url})
+	apitest.WantStatus(t, r, http.StatusOK)
+	var page struct {
+		Data []struct {
+			Type    string `json:"type"`
+			Payment struct {
+				ID string `json:"id"`
+			} `json:"payment"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(r.Body, &page); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range page.Data {
+		if ev.Payment.ID == id {
+			out = append(out, ev.Type)
+		}
+	}
+	return out
+}
+
+// wantEvents checks a payment's events in the feed: each once, in order, as
+// an undisturbed payment has them.
+func wantEvents(t *testing.T, e *apitest.Env, p *proc, id string, want ...string) {
+	t.Helper()
+	if got := eventTypes(t, e, p, id); !slices.Equal(got, want) {
+		t.Fatalf("events of the payment = %v, want %v", got, want)
+	}
+}
+
+// retryLong is retryUntilFinal for a client that waits out a reconciler's
+// claim lease.
+func retryLong(t *testing.T, e *apitest.Env, url, key string) *apitest.Response {
+	t.Helper()
+	for range 120 {
+		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: key, Body: crashBody, BaseURL: url})
+		if r.Status != http.StatusConflict && r.Status != http.StatusAccepted {
+			return r
+		}
+		time.Sleep(250 * time.Millisecond) // the client's back-off
+	}
+	t.Fatalf("no final answer after 120 retries")
+	return nil
+}
+
+// TestCommitAnswerLost loses the answer to the COMMIT of each transaction
+// on a create's money path: the transaction happened, the service was not
+// told. The client's retry, the lease and the reconciler must reach the
+// state an undisturbed create reaches, with one authorization at the
+// provider and no final answer the database does not hold.
+func TestCommitAnswerLost(t *testing.T) {
+	t.Parallel()
+
+	// Reserve (transaction 1): the payment, attempt and key are written but
+	// the service cannot know; nothing was sent to the provider. The retry
+	// finds the key under its lease, then takes over the same attempt.
+	t.Run("Reserve", func(t *testing.T) {
+		t.Parallel()
+		e, p, px := behindProxy(t)
+		lost := px.DropCommitAnswer("-- name: PaymentInsert ", 1)
+		r, err := create(e, p, "k-reserve")
+		apitest.Recv(t, lost.Fired(), "the reserve's COMMIT answer to be dropped")
+		assertNotFinal(t, r, err)
+		if err == nil && (r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable") {
+			t.Fatalf("create with its reserve's answer lost: %d %s, want 503 unavailable", r.Status, r.Body)
+		}
+		final := retryUntilFinal(t, e, p.url, "k-reserve")
+		assertOneCharge(t, e, final)
+		assertRecorded(t, e, p, "k-reserve", final)
+	})
+
+	// Settle (transaction 2, with the events and the merchant webhook jobs
+	// of the outcome): the settle is tried again, finds the key completed
+	// and answers what it stored.
+	t.Run("Settle", func(t *testing.T) {
+		t.Parallel()
+		e, p, px := behindProxy(t)
+		lost := px.DropCommitAnswer("-- name: IdempotencyKeyComplete ", 1)
+		r, err := create(e, p, "k-settle")
+		apitest.Recv(t, lost.Fired(), "the settle's COMMIT answer to be dropped")
+		if err != nil {
+			t.Fatalf("create with its settle's answer lost: %v", err)
+		}
+		if r.Status != http.StatusCreated {
+			assertNotFinal(t, r, err)
+			r = retryUntilFinal(t, e, p.url, "k-settle")
+		}
+		assertOneCharge(t, e, r)
+		assertRecorded(t, e, p, "k-settle", r)
+		id := r.JSON(t)["id"].(string)
+		wantEvents(t, e, p, id, "payment.processing", "payment.authorized")
+	})
+}
+
+// TestReconcilerCommitAnswerLost loses the answers to the reconciler's claim
+// and to its resolution of an attempt in doubt: the attempt is resolved
+// once, with one authorization at the provider, one event, and the client's
+// key completed with the answer it replays.
+func TestReconcilerCommitAnswerLost(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, match string }{
+		{"Claim", "-- name: AttemptScheduleClaim "},
+		{"Resolve", "-- name: AttemptUpdateOutcome "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e, p, px := behindProxy(t, "RECONCILE_INTERVAL=100ms", "RECONCILE_AFTER=1s")
+			// The authorization takes effect, its answer is lost (twice: Go's
+			// transport re-sends a keyed POST once on a reused connection).
+			drop := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.DropAfterEffect, Times: 2})
+			lost := px.DropCommitAnswer(c.match, 1)
+			r, err := create(e, p, "k-rec")
+			if err != nil || r.Status != http.StatusAccepted {
+				t.Fatalf("create with the provider's answer lost: %v %v, want 202", err, r)
+			}
+			drop.Remove()
+			id := r.JSON(t)["id"].(string)
+			apitest.Recv(t, lost.Fired(), "the reconciler's COMMIT answer to be dropped")
+			// A claim holds the attempt for its whole lease, lost answer or
+			// not: the client waits it out (409), then gets the outcome.
+			final := retryLong(t, e, p.url, "k-rec")
+			assertOneCharge(t, e, final)
+			assertRecorded(t, e, p, "k-rec", final)
+			wantEvents(t, e, p, id, "payment.processing", "payment.unknown", "payment.authorized")
+		})
+	}
+}
+
+// TestFeedReadLost: the events feed's read is one statement outside any
+// transaction, so its lost answer is a lost request: the read is answered
+// 503 and the consumer's retry from the same cursor gets the page.
+func TestFeedReadLost(t *testing.T) {
+	t.Parallel()
+	e, p, px := behindProxy(t)
+	r, err := create(e, p, "k-feed")
+	if err != nil || r.Status != http.StatusCreated {
+		t.Fatalf("create: %v %v", err, r)
+	}
+	id := r.JSON(t)["id"].(string)
+	e.FeedCaughtUp(t)
+	lost := px.ResetOnStatement("-- name: EventListAfter ", 1)
+	got := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/events?limit=100", BaseURL: p.url})
+	apitest.Recv(t, lost.Fired(), "the feed's read to be lost")
+	if got.Status != http.StatusServiceUnavailable || got.Code(t) != "unavailable" {
+		t.Fatalf("feed read with its connection reset: %d %s, want 503 unavailable", got.Status, got.Body)
+	}
+	wantEvents(t, e, p, id, "payment.processing", "payment.authorized")
+}
+
+// TestDatabaseConnectionFaults: a connection reset in the middle of a
+// transaction, a stall longer than DB_STATEMENT_TIMEOUT and a pooled
+// connection broken while idle.
+func TestDatabaseConnectionFaults(t *testing.T) {
+	t.Parallel()
+
+	// The reserve's transaction breaks before it commits: the server rolls
+	// it back, the client gets 503 and its retry creates the payment anew.
+	t.Run("ResetMidTransaction", func(t *testing.T) {
+		t.Parallel()
+		e, p, px := behindProxy(t)
+		reset := px.ResetOnStatement("-- name: PaymentInsert ", 1)
+		r, err := create(e, p, "k-reset")
+		apitest.Recv(t, reset.Fired(), "the reserve's connection to be reset")
+		if err != nil || r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable" {
+			t.Fatalf("create with its reserve reset: %v %v, want 503 unavailable", err, r)
+		}
+		if n := e.Sim.Stats().Authorizations; n != 0 {
+			t.Fatalf("authorizations after a reserve rolled back = %d, want 0", n)
+		}
+		final := retryUntilFinal(t, e, p.url, "k-reset")
+		assertOneCharge(t, e, final)
+		assertRecorded(t, e, p, "k-reset", final)
+	})
+
+	// Every byte to and from the database waits for longer than the
+	// statement timeout: the service answers 503 unavailable within its
+	// own bounds, never holding the request past HTTP_WRITE_TIMEOUT, and
+	// once the stall is over the retry completes the payment.
+	t.Run("StallLongerThanStatementTimeout", func(t *testing.T) {
+		t.Parallel()
+		e, p, px := behindProxy(t, "DB_STATEMENT_TIMEOUT=500ms", "HTTP_WRITE_TIMEOUT=5s")
+		px.Stall(time.Hour)
+		got := e.DoAsync(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-stall", Body: crashBody, BaseURL: p.url})
+		r := apitest.Await(t, got, "the create's answer during a stall")
+		if r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable" {
+			t.Fatalf("create during a stall: %d %s, want 503 unavailable", r.Status, r.Body)
+		}
+		px.Clear()
+		final := retryUntilFinal(t, e, p.url, "k-stall")
+		assertOneCharge(t, e, final)
+		assertRecorded(t, e, p, "k-stall", final)
+	})
+
+	// The pool's idle connections are broken without a word: the next
+	// request still succeeds.
+	t.Run("IdleConnectionBroken", func(t *testing.T) {
+		t.Parallel()
+		e, p, px := behindProxy(t)
+		px.ResetAll()
+		r, err := create(e, p, "k-idle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertOneCharge(t, e, r)
+		assertRecorded(t, e, p, "k-idle", r)
+	})
+}
