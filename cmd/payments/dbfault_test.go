@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"testing"
@@ -33,6 +34,32 @@ func behindProxy(t *testing.T, extraEnv ...string) (*apitest.Env, *proc, *pgfaul
 	t.Cleanup(func() { px.Close() })
 	env := append([]string{"DATABASE_URL=" + px.URL(e.DBURL), "MIGRATE_DATABASE_URL=" + e.DBURL}, extraEnv...)
 	return e, start(t, e, buildBinary(t, ""), env...), px
+}
+
+// behindProxyWithMerchant is behindProxy with a merchant webhook endpoint
+// for every event.
+func behindProxyWithMerchant(t *testing.T) (*apitest.Env, *proc, *pgfault.Proxy, *merchant) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the real binary; skipped in -short")
+	}
+	e := apitest.New(t, apitest.Options{WebhookAllowPrivate: true})
+	m := newMerchant()
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	registerMerchant(t, e, m, srv.URL)
+	u, err := url.Parse(e.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := pgfault.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	p := start(t, e, buildBinary(t, ""), "DATABASE_URL="+px.URL(e.DBURL), "MIGRATE_DATABASE_URL="+e.DBURL,
+		"WEBHOOK_ALLOW_PRIVATE=true")
+	return e, p, px, m
 }
 
 func create(e *apitest.Env, p *proc, key string) (*apitest.Response, error) {
@@ -84,6 +111,60 @@ func eventTypes(t *testing.T, e *apitest.Env, p *proc, id string) []string {
 		}
 	}
 	return out
+}
+
+// feedIDs lists the ids of the account's events for one payment.
+func feedIDs(t *testing.T, e *apitest.Env, p *proc, id string) map[string]bool {
+	t.Helper()
+	e.FeedCaughtUp(t)
+	r := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/events?limit=100", BaseURL: p.url})
+	apitest.WantStatus(t, r, http.StatusOK)
+	var page struct {
+		Data []struct {
+			ID      string `json:"id"`
+			Payment struct {
+				ID string `json:"id"`
+			} `json:"payment"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(r.Body, &page); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, ev := range page.Data {
+		if ev.Payment.ID == id {
+			out[ev.ID] = true
+		}
+	}
+	return out
+}
+
+// wantDeliveredOnce waits until the merchant has every event of the
+// payment, and checks it got each once: the outbox holds one job per
+// event, whatever answers were lost.
+func wantDeliveredOnce(t *testing.T, e *apitest.Env, p *proc, m *merchant, id string) {
+	t.Helper()
+	want := feedIDs(t, e, p, id)
+	deadline := time.NewTimer(apitest.WaitTimeout)
+	defer deadline.Stop()
+	for {
+		missing, changed := m.missing(want)
+		if len(missing) == 0 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("events %v not delivered to the merchant", missing)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for ev := range want {
+		if n := m.accepted[ev]; n != 1 {
+			t.Fatalf("event %s delivered %d times, want once", ev, n)
+		}
+	}
 }
 
 // wantEvents checks a payment's events in the feed: each once, in order, as
@@ -141,7 +222,7 @@ func TestCommitAnswerLost(t *testing.T) {
 	// and answers what it stored.
 	t.Run("Settle", func(t *testing.T) {
 		t.Parallel()
-		e, p, px := behindProxy(t)
+		e, p, px, m := behindProxyWithMerchant(t)
 		lost := px.DropCommitAnswer("-- name: IdempotencyKeyComplete ", 1)
 		r, err := create(e, p, "k-settle")
 		apitest.Recv(t, lost.Fired(), "the settle's COMMIT answer to be dropped")
@@ -156,6 +237,7 @@ func TestCommitAnswerLost(t *testing.T) {
 		assertRecorded(t, e, p, "k-settle", r)
 		id := r.JSON(t)["id"].(string)
 		wantEvents(t, e, p, id, "payment.processing", "payment.authorized")
+		wantDeliveredOnce(t, e, p, m, id)
 	})
 }
 
