@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -353,4 +354,93 @@ func TestDatabaseConnectionFaults(t *testing.T) {
 		assertOneCharge(t, e, r)
 		assertRecorded(t, e, p, "k-idle", r)
 	})
+}
+
+// TestWebhookApplyCommitAnswerLost loses the answer to the COMMIT that
+// applies a provider's event: the service answers the provider an error,
+// the provider sends the event again, and the receipt already recorded
+// makes the second delivery change nothing. The payment ends authorized
+// once, with one authorization and each event once.
+func TestWebhookApplyCommitAnswerLost(t *testing.T) {
+	t.Parallel()
+	e, p, px := behindProxy(t)
+	stripeKey, secret := "sk_test_wh_"+apitest.SecretSuffix(t), "whsec_"+apitest.SecretSuffix(t)
+	acct, apiKey, err := e.Accounts.Create(context.Background(), "Loja Webhook", stripeKey, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Sim.RegisterWebhookEndpoint(stripeKey, p.url+"/webhooks/stripe/"+acct.ID, secret)
+	lost := px.DropCommitAnswer("-- name: ProviderEventReceiptInsert ", 1)
+	// The authorization takes effect and its answer is lost (twice: Go's
+	// transport re-sends a keyed POST once), so only the event tells.
+	drop := e.Sim.Inject(providersim.Fault{Op: "authorize", Kind: providersim.DropAfterEffect, Times: 2})
+	req := apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-wh", Body: crashBody, BaseURL: p.url, Bearer: apiKey}
+	r := e.Do(req)
+	if r.Status != http.StatusAccepted && r.Status != http.StatusCreated {
+		t.Fatalf("create with the provider's answer lost: %d %s, want 202 or, told by the event, 201", r.Status, r.Body)
+	}
+	drop.Remove()
+	id := r.JSON(t)["id"].(string)
+	apitest.Recv(t, lost.Fired(), "the event's COMMIT answer to be dropped")
+	ctx, cancel := context.WithTimeout(context.Background(), apitest.WaitTimeout)
+	defer cancel()
+	if err := e.Sim.WaitWebhooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var failed string
+	for _, d := range e.Sim.WebhookDeliveries() {
+		if d.Status < 200 || d.Status > 299 {
+			failed = d.EventID
+		}
+	}
+	if failed == "" {
+		t.Fatalf("no delivery failed though its COMMIT's answer was lost: %+v", e.Sim.WebhookDeliveries())
+	}
+	if !e.Sim.Redeliver(failed) {
+		t.Fatalf("event %s not found to send again", failed)
+	}
+	if err := e.Sim.WaitWebhooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ds := e.Sim.WebhookDeliveries()
+	if last := ds[len(ds)-1]; last.EventID != failed || last.Status < 200 || last.Status > 299 {
+		t.Fatalf("the event sent again was answered %+v", last)
+	}
+	var final *apitest.Response
+	for range 40 {
+		if final = e.Do(req); final.Status != http.StatusAccepted && final.Status != http.StatusConflict {
+			break
+		}
+		time.Sleep(250 * time.Millisecond) // the client's back-off
+	}
+	assertOneCharge(t, e, final)
+	again := e.Do(req)
+	if again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.Body, final.Body) {
+		t.Fatalf("the final answer is not the recorded one: %d %s then %d %s", final.Status, final.Body, again.Status, again.Body)
+	}
+	e.FeedCaughtUp(t)
+	feed := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/events?limit=100", BaseURL: p.url, Bearer: apiKey})
+	var page struct {
+		Data []struct {
+			Type    string `json:"type"`
+			Payment struct {
+				ID string `json:"id"`
+			} `json:"payment"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(feed.Body, &page); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, ev := range page.Data {
+		if ev.Payment.ID == id {
+			types = append(types, ev.Type)
+		}
+	}
+	// Unknown first or not, as the event came before or after the create's
+	// own recording; each once.
+	if !slices.Equal(types, []string{"payment.processing", "payment.unknown", "payment.authorized"}) &&
+		!slices.Equal(types, []string{"payment.processing", "payment.authorized"}) {
+		t.Fatalf("events of the payment = %v, want each once, ending authorized", types)
+	}
 }
