@@ -28,6 +28,17 @@ var _ interface {
 // send sends set and sql in one batch and reads set's answer; the caller
 // reads sql's and closes the batch, which releases the connection.
 func (b bounded) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	br, err := b.sendOnce(ctx, sql, args)
+	if err != nil && pgconn.SafeToRetry(err) {
+		// A pooled connection that broke while idle: nothing was written,
+		// so the statement goes once more on another connection (in a new
+		// batch: pgx keeps state in a sent one).
+		br, err = b.sendOnce(ctx, sql, args)
+	}
+	return br, err
+}
+
+func (b bounded) sendOnce(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	batch := &pgx.Batch{}
 	batch.Queue(b.set)
 	batch.Queue(sql, args...)

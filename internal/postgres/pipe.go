@@ -24,6 +24,10 @@ type pipeTx struct {
 	begun bool
 	// done: committed or rolled back.
 	done bool
+	// unsent: the first batch failed before any byte of it was written
+	// (pgconn.SafeToRetry), as on a pooled connection that broke while
+	// idle: the server never saw the transaction.
+	unsent bool
 	// sent counts the statements queued so far; an answer read ahead holds
 	// only while nothing was queued after it.
 	sent int
@@ -77,6 +81,7 @@ func (t *pipeTx) readAhead(sql string, args []any, fn func(pgx.Rows) error) {
 func (t *pipeTx) send(ctx context.Context, n int) (pgx.BatchResults, error) {
 	b := t.batch
 	t.batch = &pgx.Batch{}
+	first := !t.begun
 	t.begun = true
 	br := t.conn.SendBatch(ctx, b)
 	for _, q := range b.QueuedQueries[:n] {
@@ -87,6 +92,7 @@ func (t *pipeTx) send(ctx context.Context, n int) (pgx.BatchResults, error) {
 			_, err = br.Exec()
 		}
 		if err != nil {
+			t.unsent = first && pgconn.SafeToRetry(err)
 			_ = br.Close()
 			return nil, err
 		}

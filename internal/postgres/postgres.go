@@ -364,9 +364,20 @@ func (db *DB) OldestXid(ctx context.Context) (uint64, error) {
 // row changed since the snapshot fails, and a plain read sees the old row).
 // A server default of REPEATABLE READ once left paid payments in processing.
 func withTx(ctx context.Context, db *DB, fn func(pgx.Tx) error) error {
+	unsent, err := withTxOnce(ctx, db, fn)
+	if unsent {
+		// A pooled connection that broke while idle: the server never saw
+		// the transaction, so it runs once more on another connection.
+		_, err = withTxOnce(ctx, db, fn)
+	}
+	return err
+}
+
+// withTxOnce is one try of withTx; unsent says the server never saw it.
+func withTxOnce(ctx context.Context, db *DB, fn func(pgx.Tx) error) (unsent bool, err error) {
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
-		return translate(err)
+		return false, translate(err)
 	}
 	defer conn.Release()
 	tx := newPipeTx(conn.Conn(), db.begin)
@@ -376,16 +387,16 @@ func withTx(ctx context.Context, db *DB, fn func(pgx.Tx) error) error {
 	// The caller's cancellation must not stop the rollback.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
-		return err
+		return tx.unsent, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return translate(err)
+		return tx.unsent, translate(err)
 	}
 	if tx.begun {
 		// A transaction that ran nothing never reached the server.
 		db.health.wrote(time.Now())
 	}
-	return nil
+	return false, nil
 }
 
 // Unique constraints the domain cares about, by name.
