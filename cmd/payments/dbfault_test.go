@@ -88,11 +88,11 @@ func assertNotFinal(t *testing.T, r *apitest.Response, err error) {
 }
 
 // eventTypes lists the types of the account's events for one payment, as a
-// feed consumer reads them.
-func eventTypes(t *testing.T, e *apitest.Env, p *proc, id string) []string {
+// feed consumer reads them; bearer "" is the Env's account.
+func eventTypes(t *testing.T, e *apitest.Env, p *proc, id, bearer string) []string {
 	t.Helper()
 	e.FeedCaughtUp(t)
-	r := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/events?limit=100", BaseURL: p.url})
+	r := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/events?limit=100", BaseURL: p.url, Bearer: bearer})
 	apitest.WantStatus(t, r, http.StatusOK)
 	var page struct {
 		Data []struct {
@@ -172,7 +172,7 @@ func wantDeliveredOnce(t *testing.T, e *apitest.Env, p *proc, m *merchant, id st
 // an undisturbed payment has them.
 func wantEvents(t *testing.T, e *apitest.Env, p *proc, id string, want ...string) {
 	t.Helper()
-	if got := eventTypes(t, e, p, id); !slices.Equal(got, want) {
+	if got := eventTypes(t, e, p, id, ""); !slices.Equal(got, want) {
 		t.Fatalf("events of the payment = %v, want %v", got, want)
 	}
 }
@@ -322,24 +322,33 @@ func TestDatabaseConnectionFaults(t *testing.T) {
 		assertRecorded(t, e, p, "k-reset", final)
 	})
 
-	// Every byte to and from the database waits for longer than the
-	// statement timeout: the service answers 503 unavailable within its
-	// own bounds, never holding the request past HTTP_WRITE_TIMEOUT, and
-	// once the stall is over the retry completes the payment.
-	t.Run("StallLongerThanStatementTimeout", func(t *testing.T) {
-		t.Parallel()
-		e, p, px := behindProxy(t, "DB_STATEMENT_TIMEOUT=500ms", "HTTP_WRITE_TIMEOUT=5s")
-		px.Stall(time.Hour)
-		got := e.DoAsync(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-stall", Body: crashBody, BaseURL: p.url})
-		r := apitest.Await(t, got, "the create's answer during a stall")
-		if r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable" {
-			t.Fatalf("create during a stall: %d %s, want 503 unavailable", r.Status, r.Body)
-		}
-		px.Clear()
-		final := retryUntilFinal(t, e, p.url, "k-stall")
-		assertOneCharge(t, e, final)
-		assertRecorded(t, e, p, "k-stall", final)
-	})
+	// Every byte to and from the database waits (a stall) or is lost (a
+	// blackhole) for longer than the statement timeout: the service answers
+	// 503 unavailable within its own bounds, never holding the request past
+	// HTTP_WRITE_TIMEOUT, and once it is over the retry completes the
+	// payment.
+	for _, fault := range []struct {
+		name  string
+		start func(*pgfault.Proxy)
+	}{
+		{"StallLongerThanStatementTimeout", func(px *pgfault.Proxy) { px.Stall(time.Hour) }},
+		{"Blackhole", func(px *pgfault.Proxy) { px.Blackhole(time.Hour) }},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			t.Parallel()
+			e, p, px := behindProxy(t, "DB_STATEMENT_TIMEOUT=500ms", "HTTP_WRITE_TIMEOUT=5s")
+			fault.start(px)
+			got := e.DoAsync(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-stall", Body: crashBody, BaseURL: p.url})
+			r := apitest.Await(t, got, "the create's answer while the database is unreachable")
+			if r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable" {
+				t.Fatalf("create during a %s: %d %s, want 503 unavailable", fault.name, r.Status, r.Body)
+			}
+			px.Clear()
+			final := retryUntilFinal(t, e, p.url, "k-stall")
+			assertOneCharge(t, e, final)
+			assertRecorded(t, e, p, "k-stall", final)
+		})
+	}
 
 	// The pool's idle connections are broken without a word: the next
 	// request still succeeds.
@@ -418,25 +427,7 @@ func TestWebhookApplyCommitAnswerLost(t *testing.T) {
 	if again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.Body, final.Body) {
 		t.Fatalf("the final answer is not the recorded one: %d %s then %d %s", final.Status, final.Body, again.Status, again.Body)
 	}
-	e.FeedCaughtUp(t)
-	feed := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/events?limit=100", BaseURL: p.url, Bearer: apiKey})
-	var page struct {
-		Data []struct {
-			Type    string `json:"type"`
-			Payment struct {
-				ID string `json:"id"`
-			} `json:"payment"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(feed.Body, &page); err != nil {
-		t.Fatal(err)
-	}
-	var types []string
-	for _, ev := range page.Data {
-		if ev.Payment.ID == id {
-			types = append(types, ev.Type)
-		}
-	}
+	types := eventTypes(t, e, p, id, apiKey)
 	// Unknown first or not, as the event came before or after the create's
 	// own recording; each once.
 	if !slices.Equal(types, []string{"payment.processing", "payment.unknown", "payment.authorized"}) &&
