@@ -33,6 +33,7 @@ func run() int {
 	flag.DurationVar(&cfg.RevokeEvery, "revoke-every", 0, "mean time between revocations of the account's secret key (default 10s; 8s with -short)")
 	flag.DurationVar(&cfg.KeyWindow, "key-window", 0, "re-send window left by the shared provider key retention (default 4s)")
 	flag.BoolVar(&cfg.MPRetained, "mp-retained", false, "keep Mercado Pago keys as long as Stripe's at the replicas and the simulator (a re-send window of -key-window), instead of MERCADOPAGO_KEY_RETENTION=0s")
+	flag.BoolVar(&cfg.NoDBFaults, "no-db-faults", false, "no fault proxy between the replicas and PostgreSQL (by default it loses COMMIT answers, resets, stalls and slows connections)")
 	flag.BoolVar(&cfg.RestartPostgres, "restart-pg", false, "restart the run's private PostgreSQL cluster once during the run")
 	flag.BoolVar(&cfg.SharedPostgres, "shared-pg", false, "run on the shared PostgreSQL server (TEST_DATABASE_URL or scripts/pg.sh url), not a private cluster started just below an xid8 boundary")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the database, binaries and logs")

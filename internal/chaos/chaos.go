@@ -74,6 +74,12 @@ type Config struct {
 	// RevokeEvery is the mean time between revocations of the account's
 	// secret key at the provider; default 10s (8s with Short).
 	RevokeEvery time.Duration
+	// NoDBFaults turns off the faults between the replicas and PostgreSQL
+	// (a proxy that loses COMMIT answers, resets, stalls and slows
+	// connections), on by default; DBFaultEvery is their mean interval,
+	// default 8s (5s with Short). A failover formation runs without them.
+	NoDBFaults   bool
+	DBFaultEvery time.Duration
 	// OutageEvery is the mean time between outages of one provider
 	// (connections refused, or accepted and never answered); default 15s
 	// (10s with Short).
@@ -142,6 +148,12 @@ func (c *Config) defaults() {
 			c.RevokeEvery = 8 * time.Second
 		}
 	}
+	if c.DBFaultEvery <= 0 {
+		c.DBFaultEvery = 8 * time.Second
+		if c.Short {
+			c.DBFaultEvery = 5 * time.Second
+		}
+	}
 	if c.OutageEvery <= 0 {
 		c.OutageEvery = 15 * time.Second
 		if c.Short {
@@ -199,6 +211,7 @@ type runner struct {
 	hooks               *webhooks
 	creds               *rotation
 	outages             *outages
+	dbf                 *dbFaults // nil without database faults
 	// fronts are each provider's API behind the simulator's outage front.
 	stripeFront, mpFront string
 
@@ -337,6 +350,9 @@ func (r *runner) stopProcs() {
 		p.stop()
 		p.log.Close()
 	}
+	if r.dbf != nil {
+		r.dbf.close()
+	}
 }
 
 // startSimulator starts the provider simulator with the run's key retention.
@@ -381,6 +397,13 @@ func (r *runner) startService(ctx context.Context) error {
 			return fmt.Errorf("chaos: pooler: %w", err)
 		}
 		r.say("replicas reach the database through %s", serviceURL)
+	}
+	if !r.cfg.NoDBFaults && r.cfg.Failover == nil {
+		var err error
+		if r.dbf, serviceURL, err = startDBFaults(serviceURL); err != nil {
+			return err
+		}
+		r.say("replicas reach the database through a fault proxy on %s", r.dbf.px.Addr())
 	}
 	r.adminToken = randomHex(32)
 	r.baseEnv = []string{
@@ -536,8 +559,14 @@ func (r *runner) drive(ctx, deliverCtx context.Context) (<-chan struct{}, error)
 	var wg sync.WaitGroup
 	start := time.Now()
 	r.say("running for %s", cfg.Duration)
-	wg.Add(6)
+	wg.Add(7)
 	go func() { defer wg.Done(); r.fleet.run(runCtx, cfg.Clients, cfg.Seed) }()
+	go func() {
+		defer wg.Done()
+		if r.dbf != nil {
+			r.dbf.run(runCtx, cfg.DBFaultEvery, cfg.Seed)
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		if err := r.outages.run(runCtx, cfg.OutageEvery, cfg.Seed); err != nil {
@@ -563,6 +592,9 @@ func (r *runner) drive(ctx, deliverCtx context.Context) (<-chan struct{}, error)
 	}
 	rep.Revocations, rep.Revoked = r.creds.snapshot()
 	rep.Outages, rep.OutageTime = r.outages.snapshot()
+	if r.dbf != nil {
+		rep.DBFaults, rep.DBProxy = r.dbf.figures()
+	}
 	if r.fatal != nil {
 		return deliverDone, r.fatal
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acmepay/payments/internal/postgres/pgfault"
 	"github.com/acmepay/payments/internal/provider/providersim"
 )
 
@@ -88,6 +89,10 @@ type Report struct {
 	Outages         map[string]int
 	OutageTime      time.Duration
 	CircuitOpenings int
+	// Faults between the replicas and PostgreSQL, by kind, and what the
+	// proxy did; nil without them.
+	DBFaults map[string]int
+	DBProxy  pgfault.Stats
 
 	// Credential rotation.
 	Revocations   int
@@ -581,6 +586,9 @@ func (r *Report) Print(w io.Writer) {
 	line("faults injected", "%d (drop after effect %d, 500 before effect %d, delay past timeout %d)", total,
 		r.Faults[providersim.DropAfterEffect], r.Faults[providersim.Error500BeforeEffect], r.Faults[providersim.DelayAfterEffect])
 	r.printKeys(line, c)
+	if r.DBFaults != nil {
+		line("database faults", "%s", dbFaultLine(r.DBFaults, r.DBProxy))
+	}
 	line("provider outages", "%d (%s; %s down in all); circuits opened %d",
 		sumCounts(r.Outages), countList(r.Outages), r.OutageTime.Round(100*time.Millisecond), r.CircuitOpenings)
 	line("kills", "%d (SIGKILL of a replica, restarted %d times)", r.Kills, r.Restarts)
