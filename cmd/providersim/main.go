@@ -75,17 +75,10 @@ func run() error {
 		return err
 	}
 	fmt.Printf("providersim listening on http://%s\n", ln.Addr())
-	for name, addr := range map[string]string{"stripe": stripeFront, "mercadopago": mpFront} {
-		if addr == "" {
-			continue
-		}
-		f, err := providersim.NewFront(addr, ln.Addr().String())
-		if err != nil {
-			return fmt.Errorf("%s front: %w", name, err)
-		}
-		defer f.Close()
-		sim.AddFront(name, f)
-		fmt.Printf("providersim %s front on %s\n", name, f.URL())
+	closeFronts, err := startFronts(sim, ln.Addr().String(), map[string]string{"stripe": stripeFront, "mercadopago": mpFront})
+	defer closeFronts()
+	if err != nil {
+		return err
 	}
 
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
@@ -108,6 +101,30 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// startFronts puts each provider's API behind a front on its address
+// (none when ""), for the outage control; the returned func closes them.
+func startFronts(sim *providersim.Server, target string, addrs map[string]string) (func(), error) {
+	var fronts []*providersim.Front
+	closeAll := func() {
+		for _, f := range fronts {
+			f.Close()
+		}
+	}
+	for name, addr := range addrs {
+		if addr == "" {
+			continue
+		}
+		f, err := providersim.NewFront(addr, target)
+		if err != nil {
+			return closeAll, fmt.Errorf("%s front: %w", name, err)
+		}
+		fronts = append(fronts, f)
+		sim.AddFront(name, f)
+		fmt.Printf("providersim %s front on %s\n", name, f.URL())
+	}
+	return closeAll, nil
 }
 
 // envDuration reads a non-negative duration from the environment.
