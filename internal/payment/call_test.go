@@ -3,7 +3,6 @@ package payment
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
@@ -28,7 +27,7 @@ func (p *profiled) Retries() int              { return 0 }
 func (p *profiled) Clock() *provider.Clock {
 	local := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := provider.NewClock(func() time.Time { return local })
-	c.Observe(local.Add(p.ahead).Format(http.TimeFormat))
+	c.Observe(local.Add(p.ahead))
 	return c
 }
 

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"net/http"
 	"sync"
 	"time"
 )
@@ -24,13 +23,9 @@ func NewClock(now func() time.Time) *Clock {
 	return &Clock{now: now}
 }
 
-// Observe takes the Date header of an answer; an absent or unreadable one
-// changes nothing.
-func (c *Clock) Observe(date string) {
-	t, err := http.ParseTime(date)
-	if err != nil {
-		return
-	}
+// Observe takes the time an answer said it was sent (its Date header,
+// which the adapter's transport reads: reach.Dated).
+func (c *Clock) Observe(t time.Time) {
 	local := c.now()
 	c.mu.Lock()
 	c.offset = t.Sub(local)
@@ -44,27 +39,6 @@ func (c *Clock) Ahead() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return max(c.offset-time.Second, 0)
-}
-
-// Transport observes the Date of every answer rt gets.
-func (c *Clock) Transport(rt http.RoundTripper) http.RoundTripper {
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	return clockTransport{c: c, rt: rt}
-}
-
-type clockTransport struct {
-	c  *Clock
-	rt http.RoundTripper
-}
-
-func (t clockTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(r)
-	if err == nil {
-		t.c.Observe(resp.Header.Get("Date"))
-	}
-	return resp, err
 }
 
 // Clocked is a provider that watches its clock through its answers.

@@ -27,6 +27,7 @@ import (
 	"github.com/mercadopago/sdk-go/pkg/refund"
 
 	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/provider/reach"
 )
 
 // DefaultAPIBase is Mercado Pago's own API.
@@ -110,7 +111,7 @@ func New(cfg Config) (*Provider, error) {
 		p.clock = provider.NewClock(nil)
 	}
 	hc := *p.req.client
-	hc.Transport = p.clock.Transport(hc.Transport)
+	hc.Transport = reach.Dated(p.clock, hc.Transport)
 	p.req.client = &hc
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

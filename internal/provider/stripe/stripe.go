@@ -70,7 +70,7 @@ func New(cfg Config) *Provider {
 	if cfg.HTTPClient != nil {
 		hc = *cfg.HTTPClient
 	}
-	hc.Transport = clock.Transport(hc.Transport)
+	hc.Transport = reach.Dated(clock, hc.Transport)
 	backend := func(t stripego.SupportedBackend) stripego.Backend {
 		bc := &stripego.BackendConfig{
 			HTTPClient:        &hc,
