@@ -104,3 +104,26 @@ func TestAuthorizeAttemptTakesItsProvidersCard(t *testing.T) {
 		}
 	}
 }
+
+// A failover needs the attempt still unresolved under this request's own
+// lease: a twin that took it over may have re-sent its key.
+func TestStillOurs(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	later := at.Add(time.Minute)
+	mine := &Attempt{Status: AttemptProcessing, LeaseExpiresAt: &at}
+	for _, tc := range []struct {
+		name   string
+		stored *Attempt
+		want   bool
+	}{
+		{"our lease", &Attempt{Status: AttemptProcessing, LeaseExpiresAt: &at}, true},
+		{"taken over", &Attempt{Status: AttemptProcessing, LeaseExpiresAt: &later}, false},
+		{"resolved meanwhile", &Attempt{Status: AttemptSucceeded, LeaseExpiresAt: &at}, false},
+		{"no lease", &Attempt{Status: AttemptProcessing}, false},
+	} {
+		if got := stillOurs(mine, tc.stored); got != tc.want {
+			t.Errorf("%s: stillOurs = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -330,7 +330,7 @@ func (s *Service) settle(ctx context.Context, acct Account, w work, out Outcome)
 			// finished first with the same provider key.
 			return settled{answer: idempotency.Answer{Kind: rec.ResponseKind, Body: rec.ResponseBody}}, nil
 		}
-		if fo, ok := w.mutation.(failingOver); ok && provedNothing(w, out) && !a.Status.Resolved() {
+		if fo, ok := w.mutation.(failingOver); ok && provedNothing(w, out) && stillOurs(w.attempt, a) {
 			if next := fo.nextProvider(p); next != "" {
 				nw, err := s.failOver(ctx, tx, rec.ID, w, p, a, out, next, now)
 				return settled{next: nw}, err

@@ -31,6 +31,17 @@ func provedNothing(w work, out Outcome) bool {
 		(out.FailureCode == FailureProviderUnreachable || out.FailureCode == FailureProviderAuthentication)
 }
 
+// stillOurs: the stored attempt is unresolved and still under the lease
+// this request took. A request that outlived its lease has a twin that
+// may have taken the attempt over and re-sent its key: the proof of this
+// send says nothing of that one, so there is no failover.
+func stillOurs(mine, stored *Attempt) bool {
+	if stored.Status.Resolved() || mine.LeaseExpiresAt == nil || stored.LeaseExpiresAt == nil {
+		return false
+	}
+	return stored.LeaseExpiresAt.Equal(*mine.LeaseExpiresAt)
+}
+
 // failingOver is a Mutation that may send its request to another
 // provider.
 type failingOver interface {
