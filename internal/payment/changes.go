@@ -142,8 +142,8 @@ func (r *refunding) Start(ctx context.Context, tx Tx, at Reserved) (Started, err
 	if err != nil {
 		return Started{}, err
 	}
-	return Send(p, a), tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: at.Now, Actor: "api",
-		Action: "estornar.requested", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "refund_id": rf.ID, "amount": r.amount}})
+	return Send(p, a), tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: at.Now, Actor: actorOf(ctx),
+		Action: "estornar.requested", Reason: reasonOf(ctx), Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey, "refund_id": rf.ID, "amount": r.amount}})
 }
 
 // StartRefund writes a refund of a locked payment and the attempt that
