@@ -101,6 +101,23 @@ credentials for; at most 50 rules. A running instance may route by the
 former routing for up to 30s.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
+	{name: "operators create", synopsis: "--name N",
+		summary: `create a named console operator; prints {"id":…,"name":…,"token":…}`,
+		details: `The operator signs in to /console/ with the token, shown only now; only its
+SHA-256 is stored. Every console action the operator takes is audited
+under this name, and nobody signing in with the shared ADMIN_TOKEN may
+use it. Names are unique whatever their case.
+
+settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
+	{name: "operators list", summary: "list the console operators, one JSON object a line, without tokens",
+		details: `Prints id, name, created_at and, for a disabled operator, disabled_at.
+
+settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
+	{name: "operators disable", synopsis: "--name N",
+		summary: "disable a console operator: its token signs in no more and its sessions end",
+		details: `Exits 1 when no enabled operator has that name.
+
+settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
 	{name: "webhooks listen", synopsis: listenSynopsis,
 		summary: "receive this service's webhooks locally: verify each signature, print each event",
 		details: `Listens on --addr (default ` + defaultListenAddr + `; port 0 picks a free one) and
@@ -138,8 +155,9 @@ settings: HTTP_ADDR only.`},
 
 // groups are words that only lead to subcommands.
 var groups = map[string]string{
-	"accounts": "account administration",
-	"webhooks": "the service's webhooks, received on this machine",
+	"accounts":  "account administration",
+	"operators": "the console's named operators",
+	"webhooks":  "the service's webhooks, received on this machine",
 }
 
 // usageError is a command line mistake: exit status 2, not 1.
@@ -278,7 +296,7 @@ func withoutSettings(ctx context.Context, args []string, getenv func(string) str
 			return true, err
 		}
 		return false, nil
-	case "reconcile", "accounts":
+	case "reconcile", "accounts", "operators":
 		return false, nil
 	}
 	fmt.Fprint(stderr, topUsage())

@@ -39,8 +39,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if done, err := withoutSettings(ctx, args, getenv, stdout, stderr); done {
 		return err
 	}
-	if args[0] == "accounts" {
+	switch args[0] {
+	case "accounts":
 		return accountsCommand(ctx, args[1:], getenv, stdout, stderr)
+	case "operators":
+		return operatorsCommand(ctx, args[1:], getenv, stdout, stderr)
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {

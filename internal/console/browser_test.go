@@ -75,7 +75,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := text(`#open-total`); got != "2" {
 		t.Fatalf("open discrepancies on the overview = %q, want 2 (the dashboard refund and the dispute)", got)
 	}
+	if got := text(`#provider-charts .chart[data-provider="stripe"] h3`); !strings.Contains(got, "payments") {
+		t.Fatalf("the overview's chart of stripe reads %q", got)
+	}
 	shot("overview.png")
+
+	step("search by order id",
+		chromedp.SendKeys(chromedp.CSS(`header form.search input`), "pedido-perdido\n"),
+		chromedp.WaitVisible(chromedp.CSS(`#search-results tr[data-payment-id="`+stuck+`"]`)))
+	shot("search.png")
 
 	step("find the stuck payment",
 		chromedp.Navigate(e.URL+"/console/payments"),

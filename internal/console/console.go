@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -45,6 +46,13 @@ type Store interface {
 	ConsoleSessionGet(ctx context.Context, idHash []byte, now time.Time) (string, error)
 	ConsoleSessionDelete(ctx context.Context, idHash []byte) error
 	ConsoleSignInFormUse(ctx context.Context, nonceHash []byte, now, expires time.Time) (bool, error)
+	// Named operators: the enabled one whose token has this hash, and
+	// whether a name is an operator's.
+	ConsoleOperatorByTokenHash(ctx context.Context, tokenHash []byte) (string, error)
+	ConsoleOperatorNameTaken(ctx context.Context, name string) (bool, error)
+	// Search and the overview's charts.
+	ConsolePaymentSearch(ctx context.Context, q string, limit int) ([]SearchHit, error)
+	ConsoleActivityByHour(ctx context.Context, since time.Time) (Activity, error)
 }
 
 // Config wires a Console.
@@ -71,9 +79,10 @@ type Config struct {
 
 // Console serves /console/.
 type Console struct {
-	cfg   Config
-	keys  keys
-	pages map[string]*template.Template
+	cfg        Config
+	keys       keys
+	pages      map[string]*template.Template
+	chartCache chartCache
 }
 
 // New checks every dependency; an empty AdminToken is refused, since the
@@ -124,6 +133,7 @@ func (c *Console) Handler() http.Handler {
 		r.Use(c.requireSession)
 		r.Get("/", c.overview)
 		r.Get("/payments", c.stuckList)
+		r.Get("/search", c.search)
 		r.Get("/payments/{id}", c.paymentPage)
 		r.Get("/payments/{id}/{action}", c.confirmPage)
 		r.Post("/payments/{id}/{action}", c.act)
@@ -285,7 +295,8 @@ func (c *Console) signInForm(w http.ResponseWriter, r *http.Request, status int,
 	c.render(w, r, status, "sign-in", d)
 }
 
-// signIn checks the admin token in constant time. A refusal says only
+// signIn checks an operator's token (by its hash) or the admin token (in
+// constant time). A refusal says only
 // that signing in failed, never which part. An address with too many
 // recent failures (here or at the admin API) is refused whatever it sends,
 // and each form is good for one try.
@@ -307,25 +318,8 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 			Message: "The sign-in form has expired or was already used. Go back, reload the page and try again."})
 		return
 	}
-	actor := strings.TrimSpace(r.PostForm.Get("actor"))
-	d := pageData{Next: safeNext(r.PostForm.Get("next")), Actor: actor}
-	if payment.ContainsCardNumber(actor) {
-		d.Actor, d.Error = "", cardRefused // never shown back
-		c.signInForm(w, r, http.StatusBadRequest, d)
-		return
-	}
-	if actor == "" || utf8.RuneCountInString(actor) > 100 {
-		d.Error = "Enter your name (at most 100 characters): it goes into the audit trail of everything you do."
-		c.signInForm(w, r, http.StatusBadRequest, d)
-		return
-	}
-	if !c.keys.tokenMatches(r.PostForm.Get("token")) {
-		if c.cfg.AuthLimiter.Fail(client) {
-			c.cfg.Logger.WarnContext(r.Context(), "admin authentication failures reached the limit", slog.String("client", client.String()))
-		}
-		c.cfg.Logger.WarnContext(r.Context(), "console sign-in refused", slog.String("actor", actor))
-		d.Error = "Sign-in failed."
-		c.signInForm(w, r, http.StatusUnauthorized, d)
+	actor, d, ok := c.signInActor(w, r, client)
+	if !ok {
 		return
 	}
 	id, now := randomToken(), c.cfg.Now()
@@ -337,6 +331,56 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, cookie(r, signInCookie, "", -1))
 	c.cfg.Logger.InfoContext(r.Context(), "console sign-in", slog.String("actor", actor))
 	http.Redirect(w, r, d.Next, http.StatusSeeOther)
+}
+
+// signInActor is who signs in: the named operator whose token was given
+// (the typed name is not needed), or, with the admin token, the name typed,
+// unless it is a named operator's. false: the answer has been written.
+func (c *Console) signInActor(w http.ResponseWriter, r *http.Request, client netip.Prefix) (string, pageData, bool) {
+	ctx, token := r.Context(), r.PostForm.Get("token")
+	actor := strings.TrimSpace(r.PostForm.Get("actor"))
+	d := pageData{Next: safeNext(r.PostForm.Get("next")), Actor: actor}
+	if payment.ContainsCardNumber(actor) {
+		d.Actor, d.Error = "", cardRefused // never shown back
+		c.signInForm(w, r, http.StatusBadRequest, d)
+		return "", d, false
+	}
+	if isOperatorToken(token) {
+		name, err := c.cfg.Store.ConsoleOperatorByTokenHash(ctx, idHash(token))
+		if err == nil {
+			return name, d, true
+		}
+		if payment.ErrorCode(err) != payment.CodeNotFound {
+			c.fail(w, r, err)
+			return "", d, false
+		}
+	}
+	if !c.keys.tokenMatches(token) {
+		if c.cfg.AuthLimiter.Fail(client) {
+			c.cfg.Logger.WarnContext(ctx, "admin authentication failures reached the limit", slog.String("client", client.String()))
+		}
+		c.cfg.Logger.WarnContext(ctx, "console sign-in refused", slog.String("actor", actor))
+		d.Error = "Sign-in failed."
+		c.signInForm(w, r, http.StatusUnauthorized, d)
+		return "", d, false
+	}
+	if actor == "" || utf8.RuneCountInString(actor) > 100 {
+		d.Error = "With the admin token, enter your name (at most 100 characters): it goes into the audit trail of everything you do."
+		c.signInForm(w, r, http.StatusBadRequest, d)
+		return "", d, false
+	}
+	taken, err := c.cfg.Store.ConsoleOperatorNameTaken(ctx, actor)
+	if err != nil {
+		c.fail(w, r, err)
+		return "", d, false
+	}
+	if taken {
+		// Nobody signs actions in another operator's name.
+		d.Error = "That name belongs to a named operator: sign in with that operator's own token."
+		c.signInForm(w, r, http.StatusForbidden, d)
+		return "", d, false
+	}
+	return actor, d, true
 }
 
 // useSignInForm checks the posted form's token against its nonce cookie

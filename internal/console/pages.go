@@ -2,12 +2,14 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -64,10 +66,17 @@ type pageData struct {
 	Discrepancy   *discrepancyRow
 	Choices       []resolveChoice
 	Chosen        payment.ResolveAction
+	// search
+	Query    string
+	Hits     []SearchHit
+	Searched bool
+	// overview charts
+	Charts []providerChart
 	// confirm
 	Action string
 	Key    string
 	Reason string
+	Amount string
 	// accounts
 	Created *createdAccount
 	Form    accountForm
@@ -168,9 +177,10 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"money":    money,
-	"provider": payment.ProviderOf,
-	"has":      func(m map[payment.Status]bool, s payment.Status) bool { return m[s] },
+	"money":       money,
+	"provider":    payment.ProviderOf,
+	"has":         func(m map[payment.Status]bool, s payment.Status) bool { return m[s] },
+	"actionLabel": func(a string) string { return actionLabels[a] },
 }
 
 func money(amount int64, currency string) string {
@@ -277,6 +287,10 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Waiting = append(d.Waiting, row)
 	}
+	if d.Charts, err = c.charts(ctx); err != nil {
+		c.fail(w, r, err)
+		return
+	}
 	d.NoPass = true
 	if p, ok := c.cfg.Reconciler.LastPass(); ok {
 		d.Pass, d.NoPass = &p, false
@@ -381,6 +395,8 @@ var notices = map[string]string{
 	"reconcile": "Reconciled with the provider.",
 	"replay":    "Replayed.",
 	"cancel":    "Cancel sent.",
+	"capture":   "Capture sent.",
+	"refund":    "Refund sent.",
 	"resolve":   "Discrepancy resolved.",
 	"resolve-pending": "Refund sent; the provider's answer is not known yet. The discrepancy stays open, held by this refund, " +
 		"and is resolved when the refund settles.",
@@ -483,13 +499,35 @@ func actionsFor(p *payment.Payment, attempts []*payment.Attempt) []string {
 	switch p.Status {
 	case payment.StatusFailed, payment.StatusDeclined, payment.StatusUnknown, payment.StatusProcessing:
 		out = append(out, "replay")
-	case payment.StatusAuthorized, payment.StatusRequiresAction:
+	case payment.StatusAuthorized:
+		out = append(out, "capture", "cancel")
+	case payment.StatusRequiresAction:
 		out = append(out, "cancel")
+	case payment.StatusCaptured:
+		if p.AmountRefunded < p.AmountCaptured {
+			out = append(out, "refund")
+		}
 	}
 	return out
 }
 
-var actionTitles = map[string]string{"reconcile": "Reconcile now", "replay": "Replay", "cancel": "Cancel the payment"}
+var actionTitles = map[string]string{"reconcile": "Reconcile now", "replay": "Replay", "cancel": "Cancel the payment",
+	"capture": "Capture the payment", "refund": "Refund"}
+
+// actionLabels are the payment page's buttons.
+var actionLabels = map[string]string{"reconcile": "Reconcile now", "replay": "Replay", "cancel": "Cancel…",
+	"capture": "Capture…", "refund": "Refund…"}
+
+// formAmount is the amount field of a capture or refund form, in minor
+// units: empty is the default (0), anything else a positive integer.
+func formAmount(v string) (int64, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n > 0 && n <= payment.MaxAmount
+}
 
 func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request) {
 	action := chi.URLParam(r, "action")
@@ -503,7 +541,19 @@ func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, r, http.StatusOK, "confirm", pageData{Title: actionTitles[action], Nav: "payments", Payment: v.Payment, Action: action,
-		Key: uuid.NewString()})
+		Key: uuid.NewString(), Amount: defaultAmount(action, v.Payment)})
+}
+
+// defaultAmount fills a capture or refund form: the whole authorized
+// amount, or what is left to refund.
+func defaultAmount(action string, p *payment.Payment) string {
+	switch action {
+	case "capture":
+		return strconv.FormatInt(p.Amount, 10)
+	case "refund":
+		return strconv.FormatInt(p.AmountCaptured-p.AmountRefunded, 10)
+	}
+	return ""
 }
 
 // act runs a confirmed action through the service methods the admin API
@@ -518,6 +568,7 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	actor := sessionOf(r).Actor
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	key := r.PostForm.Get("idempotency_key")
+	amountText := r.PostForm.Get("amount")
 	again := func(status int, msg string) {
 		v, err := c.cfg.Operations.AdminGet(ctx, id)
 		if err != nil {
@@ -525,31 +576,26 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.render(w, r, status, "confirm", pageData{Title: actionTitles[action], Nav: "payments", Payment: v.Payment, Action: action,
-			Key: key, Reason: reason, Error: msg})
+			Key: key, Reason: reason, Amount: amountText, Error: msg})
 	}
 	if reason == "" || utf8.RuneCountInString(reason) > 1000 {
 		again(http.StatusBadRequest, "Give a reason (at most 1000 characters): it is kept in the payment's audit trail.")
 		return
 	}
+	amount, ok := formAmount(amountText)
+	if !ok || (action == "refund" && amount == 0) {
+		again(http.StatusBadRequest, "The amount is a whole number of minor units (cents), from 1 to 99999999.")
+		return
+	}
 	var err error
-	var resp idempotency.Answer
-	switch action {
-	case "reconcile":
+	if action == "reconcile" {
 		_, err = c.cfg.Reconciler.Payment(ctx, id, actor, reason)
-	case "replay", "cancel":
+	} else {
 		if key, err = idempotency.ParseKey(key); err != nil {
 			again(http.StatusBadRequest, "This form has no valid idempotency key; reload it.")
 			return
 		}
-		if action == "replay" {
-			resp, err = c.cfg.Operations.Replay(ctx, key, id, actor, reason)
-		} else {
-			resp, err = c.cfg.Operations.AdminCancel(ctx, key, id, actor, reason)
-		}
-		if err == nil {
-			// A stored refusal replayed for the same key.
-			err = payment.AnswerError(resp)
-		}
+		err = c.keyed(ctx, action, key, id, actor, reason, amount)
 	}
 	c.cfg.Logger.InfoContext(ctx, "console action", slog.String("actor", actor), slog.String("action", action),
 		slog.String("payment_id", id), slog.String("code", string(payment.ErrorCode(err))))
@@ -563,6 +609,31 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/console/payments/"+id+"?done="+action, http.StatusSeeOther)
+}
+
+// keyed runs an action that moves money or state at the provider under the
+// form's idempotency key: a second submit of the same form is its replay.
+func (c *Console) keyed(ctx context.Context, action, key, id, actor, reason string, amount int64) error {
+	var (
+		resp idempotency.Answer
+		err  error
+	)
+	ops := c.cfg.Operations
+	switch action {
+	case "replay":
+		resp, err = ops.Replay(ctx, key, id, actor, reason)
+	case "cancel":
+		resp, err = ops.AdminCancel(ctx, key, id, actor, reason)
+	case "capture":
+		resp, err = ops.AdminCapture(ctx, key, id, actor, reason, amount)
+	case "refund":
+		resp, err = ops.AdminRefund(ctx, key, id, actor, reason, amount)
+	}
+	if err != nil {
+		return err
+	}
+	// A refusal, or one stored earlier and replayed for the same key.
+	return payment.AnswerError(resp)
 }
 
 func (c *Console) accountsPage(w http.ResponseWriter, r *http.Request) {

@@ -66,6 +66,32 @@ func (s *Service) ProviderState(ctx context.Context, paymentID string) (Provider
 // AdminCancel is an operator's cancel of a payment of any account: the
 // merchant's cancel, with the same guards, audited with actor and reason.
 func (s *Service) AdminCancel(ctx context.Context, key, paymentID, actor, reason string) (idempotency.Answer, error) {
+	return s.asMerchant(ctx, paymentID, actor, reason, func(ctx context.Context, acct payment.Account) (idempotency.Answer, error) {
+		return s.payments.Cancel(ctx, acct, key, paymentID)
+	})
+}
+
+// AdminCapture is an operator's capture (in full when amount is 0): the
+// merchant's, with the same guards and proof rules, audited with actor and
+// reason.
+func (s *Service) AdminCapture(ctx context.Context, key, paymentID, actor, reason string, amount int64) (idempotency.Answer, error) {
+	return s.asMerchant(ctx, paymentID, actor, reason, func(ctx context.Context, acct payment.Account) (idempotency.Answer, error) {
+		return s.payments.Capture(ctx, acct, key, paymentID, amount)
+	})
+}
+
+// AdminRefund is an operator's refund of amount: the merchant's, with the
+// same guards and proof rules, audited with actor and reason.
+func (s *Service) AdminRefund(ctx context.Context, key, paymentID, actor, reason string, amount int64) (idempotency.Answer, error) {
+	return s.asMerchant(ctx, paymentID, actor, reason, func(ctx context.Context, acct payment.Account) (idempotency.Answer, error) {
+		return s.payments.Refund(ctx, acct, key, paymentID, amount)
+	})
+}
+
+// asMerchant runs a merchant's change of a payment of any account for an
+// operator: under the payment's account, with the actor and reason.
+func (s *Service) asMerchant(ctx context.Context, paymentID, actor, reason string,
+	do func(context.Context, payment.Account) (idempotency.Answer, error)) (idempotency.Answer, error) {
 	p, err := s.store.PaymentGetAnyAccount(ctx, paymentID)
 	if err != nil {
 		return idempotency.Answer{}, err
@@ -74,7 +100,7 @@ func (s *Service) AdminCancel(ctx context.Context, key, paymentID, actor, reason
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
-	return s.payments.Cancel(payment.WithReason(payment.WithActor(ctx, actor), reason), acct, key, p.ID)
+	return do(payment.WithReason(payment.WithActor(ctx, actor), reason), acct)
 }
 
 // AdminView is a payment with its attempts and audit trail.

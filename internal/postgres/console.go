@@ -2,11 +2,15 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/acmepay/payments/internal/console"
 	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ConsoleStore holds the reads of the operations console that the payment
@@ -113,4 +117,95 @@ func (s *ConsoleStore) ConsoleSignInFormUse(ctx context.Context, nonceHash []byt
 		return false, translate(err)
 	}
 	return n == 1, nil
+}
+
+// ConsoleOperatorCreate stores a named operator with the SHA-256 of its
+// token; a name already taken (in any case) is console.ErrOperatorNameTaken.
+func (s *ConsoleStore) ConsoleOperatorCreate(ctx context.Context, op console.Operator, tokenHash []byte) error {
+	err := s.db.q.ConsoleOperatorCreate(ctx, dbsqlc.ConsoleOperatorCreateParams{
+		ID: op.ID, Name: op.Name, TokenHash: tokenHash, Now: op.CreatedAt})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "console_operators_name" {
+		return console.ErrOperatorNameTaken
+	}
+	return translate(err)
+}
+
+// ConsoleOperatorByTokenHash is the name of the enabled operator whose
+// token has this hash; payment.ErrNotFound when none has.
+func (s *ConsoleStore) ConsoleOperatorByTokenHash(ctx context.Context, tokenHash []byte) (string, error) {
+	name, err := s.db.q.ConsoleOperatorByTokenHash(ctx, tokenHash)
+	return name, translate(err)
+}
+
+// ConsoleOperatorNameTaken reports whether an operator (enabled or not)
+// has this name, in any case.
+func (s *ConsoleStore) ConsoleOperatorNameTaken(ctx context.Context, name string) (bool, error) {
+	taken, err := s.db.q.ConsoleOperatorNameTaken(ctx, name)
+	return taken, translate(err)
+}
+
+// ConsoleOperatorList lists the operators by name, disabled ones too.
+func (s *ConsoleStore) ConsoleOperatorList(ctx context.Context) ([]console.Operator, error) {
+	rows, err := s.db.q.ConsoleOperatorList(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]console.Operator, len(rows))
+	for i, r := range rows {
+		out[i] = console.Operator{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt, DisabledAt: r.DisabledAt}
+	}
+	return out, nil
+}
+
+// ConsoleOperatorDisable disables the operator of that name and ends its
+// sessions; false when there is no enabled operator of that name.
+func (s *ConsoleStore) ConsoleOperatorDisable(ctx context.Context, name string, now time.Time) (bool, error) {
+	n, err := s.db.q.ConsoleOperatorDisable(ctx, dbsqlc.ConsoleOperatorDisableParams{Name: name, Now: &now})
+	return n == 1, translate(err)
+}
+
+// ConsolePaymentSearch finds payments of any account by order id or
+// provider id, newest first, at most limit.
+func (s *ConsoleStore) ConsolePaymentSearch(ctx context.Context, q string, limit int) ([]console.SearchHit, error) {
+	rows, err := s.db.q.ConsolePaymentSearch(ctx, dbsqlc.ConsolePaymentSearchParams{Q: q, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]console.SearchHit, len(rows))
+	for i, r := range rows {
+		out[i] = console.SearchHit{ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Status: payment.Status(r.Status),
+			Amount: r.Amount, Currency: r.Currency, Provider: r.Provider, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// ConsoleActivityByHour counts, by provider and hour since since, the
+// payments created and the authorization attempts with their outcomes.
+func (s *ConsoleStore) ConsoleActivityByHour(ctx context.Context, since time.Time) (console.Activity, error) {
+	pays, err := s.db.q.ConsolePaymentsByHour(ctx, dbsqlc.ConsolePaymentsByHourParams{FromID: uuidV7Floor("pay_", since), Since: since})
+	if err != nil {
+		return console.Activity{}, translate(err)
+	}
+	atts, err := s.db.q.ConsoleAuthorizeOutcomesByHour(ctx, dbsqlc.ConsoleAuthorizeOutcomesByHourParams{
+		FromID: uuidV7Floor("att_", since), Since: since})
+	if err != nil {
+		return console.Activity{}, translate(err)
+	}
+	var a console.Activity
+	for _, r := range pays {
+		a.Payments = append(a.Payments, console.HourCount{Provider: r.Provider, Hour: r.Hour, Total: r.N})
+	}
+	for _, r := range atts {
+		a.Authorizations = append(a.Authorizations, console.HourCount{Provider: r.Provider, Hour: r.Hour, Total: r.Total,
+			Succeeded: r.Succeeded, Declined: r.Declined, Unknown: r.Unknown})
+	}
+	return a, nil
+}
+
+// uuidV7Floor is the smallest id with this prefix (then 32 hex digits of a
+// UUIDv7 without dashes) made at or after t: its first 48 bits are t's
+// Unix milliseconds.
+func uuidV7Floor(prefix string, t time.Time) string {
+	return fmt.Sprintf("%s%012x%020d", prefix, t.UnixMilli(), 0)
 }

@@ -56,3 +56,65 @@ ON CONFLICT DO NOTHING;
 
 -- name: ConsoleSignInFormPurge :exec
 DELETE FROM console_sign_in_forms WHERE expires_at <= @before;
+
+-- name: ConsoleOperatorCreate :exec
+INSERT INTO console_operators (id, name, token_hash, created_at)
+VALUES (@id, @name, @token_hash, @now);
+
+-- name: ConsoleOperatorByTokenHash :one
+SELECT name FROM console_operators WHERE token_hash = @token_hash AND disabled_at IS NULL;
+
+-- name: ConsoleOperatorList :many
+SELECT id, name, created_at, disabled_at FROM console_operators ORDER BY lower(name);
+
+-- Disabling also ends the operator's sessions: a session names its actor.
+-- name: ConsoleOperatorDisable :one
+WITH op AS (
+    UPDATE console_operators SET disabled_at = @now
+    WHERE lower(name) = lower(@name) AND disabled_at IS NULL
+    RETURNING name
+), ended AS (
+    DELETE FROM console_sessions s USING op WHERE s.actor = op.name
+)
+SELECT count(*)::bigint AS n FROM op;
+
+-- name: ConsoleOperatorNameTaken :one
+SELECT EXISTS (SELECT 1 FROM console_operators WHERE lower(name) = lower(@name))::bool AS taken;
+
+-- Payments of any account whose order id or provider id is @q, newest
+-- first. Walking the accounts lets each probe use the per-account indexes
+-- (the order's unique key, payments_provider_id): no index just for this.
+-- name: ConsolePaymentSearch :many
+SELECT p.id, p.account_id, p.order_id, p.status, p.amount, p.currency, p.provider, p.created_at
+FROM accounts a
+CROSS JOIN LATERAL (
+    SELECT o.id, o.account_id, o.order_id, o.status, o.amount, o.currency, o.provider, o.created_at
+    FROM payments o WHERE o.account_id = a.id AND o.order_id = @q
+    UNION ALL
+    SELECT x.id, x.account_id, x.order_id, x.status, x.amount, x.currency, x.provider, x.created_at
+    FROM payments x WHERE x.account_id = a.id AND x.provider_payment_id = @q AND x.order_id <> @q
+) p
+ORDER BY p.created_at DESC, p.id
+LIMIT @max_rows;
+
+-- Payments created since @since by provider and hour. Payment ids are
+-- UUIDv7, ordered by time: @from_id bounds the primary key's range.
+-- name: ConsolePaymentsByHour :many
+SELECT provider, date_trunc('hour', created_at)::timestamptz AS hour, count(*)::bigint AS n
+FROM payments
+WHERE id >= @from_id AND id < 'pay`' AND created_at >= @since
+GROUP BY 1, 2
+ORDER BY 1, 2;
+
+-- Authorization attempts since @since by provider and hour, with their
+-- outcomes so far. Attempt ids are UUIDv7, as payments'.
+-- name: ConsoleAuthorizeOutcomesByHour :many
+SELECT provider, date_trunc('hour', created_at)::timestamptz AS hour,
+       count(*)::bigint AS total,
+       count(*) FILTER (WHERE status = 'succeeded')::bigint AS succeeded,
+       count(*) FILTER (WHERE status = 'declined')::bigint AS declined,
+       count(*) FILTER (WHERE status = 'unknown')::bigint AS unknown
+FROM attempts
+WHERE id >= @from_id AND id < 'att`' AND operation = 'autorizar' AND created_at >= @since
+GROUP BY 1, 2
+ORDER BY 1, 2;

@@ -10,6 +10,268 @@ import (
 	"time"
 )
 
+const consoleAuthorizeOutcomesByHour = `-- name: ConsoleAuthorizeOutcomesByHour :many
+SELECT provider, date_trunc('hour', created_at)::timestamptz AS hour,
+       count(*)::bigint AS total,
+       count(*) FILTER (WHERE status = 'succeeded')::bigint AS succeeded,
+       count(*) FILTER (WHERE status = 'declined')::bigint AS declined,
+       count(*) FILTER (WHERE status = 'unknown')::bigint AS unknown
+FROM attempts
+WHERE id >= $1 AND id < 'att` + "`" + `' AND operation = 'autorizar' AND created_at >= $2
+GROUP BY 1, 2
+ORDER BY 1, 2
+`
+
+type ConsoleAuthorizeOutcomesByHourParams struct {
+	FromID string
+	Since  time.Time
+}
+
+type ConsoleAuthorizeOutcomesByHourRow struct {
+	Provider  string
+	Hour      time.Time
+	Total     int64
+	Succeeded int64
+	Declined  int64
+	Unknown   int64
+}
+
+// Authorization attempts since @since by provider and hour, with their
+// outcomes so far. Attempt ids are UUIDv7, as payments'.
+func (q *Queries) ConsoleAuthorizeOutcomesByHour(ctx context.Context, arg ConsoleAuthorizeOutcomesByHourParams) ([]ConsoleAuthorizeOutcomesByHourRow, error) {
+	rows, err := q.db.Query(ctx, consoleAuthorizeOutcomesByHour, arg.FromID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ConsoleAuthorizeOutcomesByHourRow
+	for rows.Next() {
+		var i ConsoleAuthorizeOutcomesByHourRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Hour,
+			&i.Total,
+			&i.Succeeded,
+			&i.Declined,
+			&i.Unknown,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consoleOperatorByTokenHash = `-- name: ConsoleOperatorByTokenHash :one
+SELECT name FROM console_operators WHERE token_hash = $1 AND disabled_at IS NULL
+`
+
+func (q *Queries) ConsoleOperatorByTokenHash(ctx context.Context, tokenHash []byte) (string, error) {
+	row := q.db.QueryRow(ctx, consoleOperatorByTokenHash, tokenHash)
+	var name string
+	err := row.Scan(&name)
+	return name, err
+}
+
+const consoleOperatorCreate = `-- name: ConsoleOperatorCreate :exec
+INSERT INTO console_operators (id, name, token_hash, created_at)
+VALUES ($1, $2, $3, $4)
+`
+
+type ConsoleOperatorCreateParams struct {
+	ID        string
+	Name      string
+	TokenHash []byte
+	Now       time.Time
+}
+
+func (q *Queries) ConsoleOperatorCreate(ctx context.Context, arg ConsoleOperatorCreateParams) error {
+	_, err := q.db.Exec(ctx, consoleOperatorCreate,
+		arg.ID,
+		arg.Name,
+		arg.TokenHash,
+		arg.Now,
+	)
+	return err
+}
+
+const consoleOperatorDisable = `-- name: ConsoleOperatorDisable :one
+WITH op AS (
+    UPDATE console_operators SET disabled_at = $1
+    WHERE lower(name) = lower($2) AND disabled_at IS NULL
+    RETURNING name
+), ended AS (
+    DELETE FROM console_sessions s USING op WHERE s.actor = op.name
+)
+SELECT count(*)::bigint AS n FROM op
+`
+
+type ConsoleOperatorDisableParams struct {
+	Now  *time.Time
+	Name string
+}
+
+// Disabling also ends the operator's sessions: a session names its actor.
+func (q *Queries) ConsoleOperatorDisable(ctx context.Context, arg ConsoleOperatorDisableParams) (int64, error) {
+	row := q.db.QueryRow(ctx, consoleOperatorDisable, arg.Now, arg.Name)
+	var n int64
+	err := row.Scan(&n)
+	return n, err
+}
+
+const consoleOperatorList = `-- name: ConsoleOperatorList :many
+SELECT id, name, created_at, disabled_at FROM console_operators ORDER BY lower(name)
+`
+
+type ConsoleOperatorListRow struct {
+	ID         string
+	Name       string
+	CreatedAt  time.Time
+	DisabledAt *time.Time
+}
+
+func (q *Queries) ConsoleOperatorList(ctx context.Context) ([]ConsoleOperatorListRow, error) {
+	rows, err := q.db.Query(ctx, consoleOperatorList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ConsoleOperatorListRow
+	for rows.Next() {
+		var i ConsoleOperatorListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.CreatedAt,
+			&i.DisabledAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consoleOperatorNameTaken = `-- name: ConsoleOperatorNameTaken :one
+SELECT EXISTS (SELECT 1 FROM console_operators WHERE lower(name) = lower($1))::bool AS taken
+`
+
+func (q *Queries) ConsoleOperatorNameTaken(ctx context.Context, name string) (bool, error) {
+	row := q.db.QueryRow(ctx, consoleOperatorNameTaken, name)
+	var taken bool
+	err := row.Scan(&taken)
+	return taken, err
+}
+
+const consolePaymentSearch = `-- name: ConsolePaymentSearch :many
+SELECT p.id, p.account_id, p.order_id, p.status, p.amount, p.currency, p.provider, p.created_at
+FROM accounts a
+CROSS JOIN LATERAL (
+    SELECT o.id, o.account_id, o.order_id, o.status, o.amount, o.currency, o.provider, o.created_at
+    FROM payments o WHERE o.account_id = a.id AND o.order_id = $1
+    UNION ALL
+    SELECT x.id, x.account_id, x.order_id, x.status, x.amount, x.currency, x.provider, x.created_at
+    FROM payments x WHERE x.account_id = a.id AND x.provider_payment_id = $1 AND x.order_id <> $1
+) p
+ORDER BY p.created_at DESC, p.id
+LIMIT $2
+`
+
+type ConsolePaymentSearchParams struct {
+	Q       string
+	MaxRows int32
+}
+
+type ConsolePaymentSearchRow struct {
+	ID        string
+	AccountID string
+	OrderID   string
+	Status    string
+	Amount    int64
+	Currency  string
+	Provider  string
+	CreatedAt time.Time
+}
+
+// Payments of any account whose order id or provider id is @q, newest
+// first. Walking the accounts lets each probe use the per-account indexes
+// (the order's unique key, payments_provider_id): no index just for this.
+func (q *Queries) ConsolePaymentSearch(ctx context.Context, arg ConsolePaymentSearchParams) ([]ConsolePaymentSearchRow, error) {
+	rows, err := q.db.Query(ctx, consolePaymentSearch, arg.Q, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ConsolePaymentSearchRow
+	for rows.Next() {
+		var i ConsolePaymentSearchRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.OrderID,
+			&i.Status,
+			&i.Amount,
+			&i.Currency,
+			&i.Provider,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consolePaymentsByHour = `-- name: ConsolePaymentsByHour :many
+SELECT provider, date_trunc('hour', created_at)::timestamptz AS hour, count(*)::bigint AS n
+FROM payments
+WHERE id >= $1 AND id < 'pay` + "`" + `' AND created_at >= $2
+GROUP BY 1, 2
+ORDER BY 1, 2
+`
+
+type ConsolePaymentsByHourParams struct {
+	FromID string
+	Since  time.Time
+}
+
+type ConsolePaymentsByHourRow struct {
+	Provider string
+	Hour     time.Time
+	N        int64
+}
+
+// Payments created since @since by provider and hour. Payment ids are
+// UUIDv7, ordered by time: @from_id bounds the primary key's range.
+func (q *Queries) ConsolePaymentsByHour(ctx context.Context, arg ConsolePaymentsByHourParams) ([]ConsolePaymentsByHourRow, error) {
+	rows, err := q.db.Query(ctx, consolePaymentsByHour, arg.FromID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ConsolePaymentsByHourRow
+	for rows.Next() {
+		var i ConsolePaymentsByHourRow
+		if err := rows.Scan(&i.Provider, &i.Hour, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const consoleSessionCreate = `-- name: ConsoleSessionCreate :exec
 INSERT INTO console_sessions (id_hash, actor, created_at, expires_at)
 VALUES ($1, $2, $3, $4)

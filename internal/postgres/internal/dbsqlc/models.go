@@ -113,6 +113,14 @@ type AuditLog struct {
 	Details   []byte
 }
 
+type ConsoleOperator struct {
+	ID         string
+	Name       string
+	TokenHash  []byte
+	CreatedAt  time.Time
+	DisabledAt *time.Time
+}
+
 type ConsoleSession struct {
 	IDHash    []byte
 	Actor     string
