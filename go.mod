@@ -24,6 +24,7 @@ require (
 	github.com/stripe/stripe-go/v76 v76.25.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/text v0.44.0
+	golang.org/x/time v0.16.0
 )
 
 require (

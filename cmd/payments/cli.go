@@ -47,7 +47,7 @@ GET /admin/v1/discrepancies); nothing is changed and no money moves. Prints
 Either exits 0 unless it could not run.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required); STRIPE_API_BASE,
-RECONCILE_AFTER, PROVIDER_TIMEOUT, AUDIT_WINDOW, AUDIT_RATE.`},
+RECONCILE_AFTER, RECONCILE_RATE, PROVIDER_TIMEOUT, AUDIT_WINDOW, AUDIT_RATE.`},
 	{name: "accounts create", synopsis: "--name N --stripe-key K [--webhook-secret S]",
 		summary: `create an account; prints {"id":…,"api_key":…}`,
 		details: `The API key is shown only now; only its hash is stored. The provider

@@ -51,6 +51,9 @@ type config struct {
 	// flagged for a person.
 	ReconcileMaxBackoff time.Duration
 	ReconcileAlertAfter time.Duration
+	// ReconcileRate is RECONCILE_RATE: the attempts the reconciler takes
+	// per second, each one provider lookup.
+	ReconcileRate       float64
 	ProviderSearchGrace time.Duration
 	// MercadoPagoKeyRetention (MERCADOPAGO_KEY_RETENTION, default 0s: Mercado
 	// Pago documents none, so its keys are only looked up on recovery) and
@@ -88,6 +91,24 @@ type config struct {
 // defaultAuditRate keeps the audit well under Stripe's live-mode read
 // limit, leaving the rest to the money path.
 const defaultAuditRate = 10
+
+// defaultReconcileRate paces the reconciler (unknown outcomes and waiting
+// payments alike) at a quarter of Stripe's live-mode limit of 100 requests
+// a second, so a backlog left by an outage never takes the API's share.
+const defaultReconcileRate = 25
+
+// callRate reads a provider calls per second setting: a positive number.
+func callRate(getenv func(string) string, name string, def float64) (float64, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	r, err := strconv.ParseFloat(v, 64)
+	if err != nil || r <= 0 || math.IsInf(r, 0) || math.IsNaN(r) {
+		return 0, fmt.Errorf("%s must be a positive number of provider calls per second, not %q", name, v)
+	}
+	return r, nil
+}
 
 // minAdminTokenLen: a shorter ADMIN_TOKEN can be guessed.
 const minAdminTokenLen = 32
@@ -171,13 +192,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.CircuitFailures, err = circuitFailures(getenv("PROVIDER_CIRCUIT_FAILURES")); err != nil {
 		return c, err
 	}
-	c.AuditRate = defaultAuditRate
-	if v := getenv("AUDIT_RATE"); v != "" {
-		r, err := strconv.ParseFloat(v, 64)
-		if err != nil || r <= 0 || math.IsInf(r, 0) {
-			return c, fmt.Errorf("AUDIT_RATE must be a positive number of provider calls per second, not %q", v)
-		}
-		c.AuditRate = r
+	if c.AuditRate, err = callRate(getenv, "AUDIT_RATE", defaultAuditRate); err != nil {
+		return c, err
+	}
+	if c.ReconcileRate, err = callRate(getenv, "RECONCILE_RATE", defaultReconcileRate); err != nil {
+		return c, err
 	}
 	if err := c.checkHTTP(getenv("HTTP_MAX_HEADER_BYTES")); err != nil {
 		return c, err

@@ -135,3 +135,22 @@ func TestLoadConfigMercadoPagoAPIBase(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadConfigReconcileRate(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ReconcileRate != 25 {
+		t.Fatalf("RECONCILE_RATE default = %v, want 25", c.ReconcileRate)
+	}
+	if c, err = loadConfig(env("RECONCILE_RATE", "2.5")); err != nil || c.ReconcileRate != 2.5 {
+		t.Fatalf("RECONCILE_RATE=2.5: %v, %v", c.ReconcileRate, err)
+	}
+	for _, bad := range []string{"0", "-1", "fast", "NaN", "Inf"} {
+		if _, err := loadConfig(env("RECONCILE_RATE", bad)); err == nil || !strings.Contains(err.Error(), "RECONCILE_RATE") {
+			t.Errorf("RECONCILE_RATE=%s: err %v, want one naming the setting", bad, err)
+		}
+	}
+}

@@ -99,7 +99,7 @@ func (c config) appConfig(log *slog.Logger) app.Config {
 		ProviderKeyRetention: c.ProviderKeyRetention, ProviderSearchGrace: c.ProviderSearchGrace,
 		MercadoPagoKeyRetention: c.MercadoPagoKeyRetention, MercadoPagoAPIBase: c.MercadoPagoAPIBase, MercadoPagoSearchGrace: c.MercadoPagoSearchGrace,
 		ReconcileInterval: c.ReconcileInterval, ReconcileAfter: c.ReconcileAfter,
-		ReconcileMaxBackoff: c.ReconcileMaxBackoff, ReconcileAlertAfter: c.ReconcileAlertAfter,
+		ReconcileMaxBackoff: c.ReconcileMaxBackoff, ReconcileAlertAfter: c.ReconcileAlertAfter, ReconcileRate: c.ReconcileRate,
 		ResponseTTL: c.ResponseTTL, TombstoneTTL: c.TombstoneTTL, PurgeInterval: c.PurgeInterval,
 		AuditInterval: c.AuditInterval, AuditWindow: c.AuditWindow, AuditRate: c.AuditRate,
 		DBStatementTimeout: c.DBStatementTimeout, DBLockTimeout: c.DBLockTimeout,

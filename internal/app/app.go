@@ -73,6 +73,8 @@ type Config struct {
 	ReconcileAfter      time.Duration
 	ReconcileMaxBackoff time.Duration
 	ReconcileAlertAfter time.Duration
+	// ReconcileRate paces the reconciler's claims per second; 0: no limit.
+	ReconcileRate float64
 	// ResponseTTL, TombstoneTTL and PurgeInterval: the retention windows
 	// of idempotency keys; zero takes the Default* below.
 	ResponseTTL   time.Duration
@@ -149,8 +151,8 @@ func (c Config) check() error {
 	if len(c.EncryptionKey) != 32 {
 		return errors.New("app: the encryption key must be 32 bytes")
 	}
-	if c.AuditRate < 0 || c.ProviderRetries < 0 {
-		return errors.New("app: the audit rate and provider retries must not be negative")
+	if c.AuditRate < 0 || c.ReconcileRate < 0 || c.ProviderRetries < 0 {
+		return errors.New("app: the audit rate, the reconcile rate and provider retries must not be negative")
 	}
 	return nil
 }
@@ -220,7 +222,7 @@ func (a *App) build(ctx context.Context) (err error) {
 	}
 	if a.Reconciler, err = reconcile.New(reconcile.Config{Payments: a.Payments, Store: store, Now: payment.NewClock(cfg.Now), Accounts: a.Accounts, Logger: log,
 		Metrics: a.Metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
-		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter}); err != nil {
+		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter, Rate: cfg.ReconcileRate}); err != nil {
 		return err
 	}
 	if a.Operations, err = newOperations(cfg, a.Payments, provs, store, a.Accounts, a.Reconciler); err != nil {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/acmepay/payments/internal/payment"
 )
 
@@ -47,6 +49,11 @@ type Config struct {
 	AlertAfter time.Duration
 	// Interval is RECONCILE_INTERVAL.
 	Interval time.Duration
+	// Rate is RECONCILE_RATE: the attempts a pass takes per second, each
+	// one provider lookup (a poll that finds a Pix or Boleto expired adds
+	// its cancel), so a backlog is worked through at a pace that leaves
+	// the provider's rate limit to the API. 0: no limit.
+	Rate float64
 	// Jitter returns a number in [0, 1) that spreads retries; math/rand by
 	// default.
 	Jitter func() float64
@@ -56,6 +63,9 @@ type Config struct {
 type Reconciler struct {
 	cfg  Config
 	last atomic.Pointer[Pass]
+	// pace spaces the claims of every pass of this process, on the wall
+	// clock: the provider's limits are about real time.
+	pace *rate.Limiter
 }
 
 // Pass is how a reconciliation pass of this process ended.
@@ -99,7 +109,15 @@ func New(c Config) (*Reconciler, error) {
 	if c.Jitter == nil {
 		c.Jitter = rand.Float64
 	}
-	return &Reconciler{cfg: c}, nil
+	if c.Rate < 0 {
+		return nil, errors.New("reconcile: rate must not be negative")
+	}
+	pace := rate.NewLimiter(rate.Inf, 1)
+	if c.Rate > 0 {
+		// A burst of one: the calls are spread evenly, never bunched.
+		pace = rate.NewLimiter(rate.Limit(c.Rate), 1)
+	}
+	return &Reconciler{cfg: c, pace: pace}, nil
 }
 
 // Backoff is the pause before the next try of an attempt the reconciler
@@ -134,7 +152,10 @@ type Summary struct {
 // attempt at a time, with a lease that covers that attempt's call only, so
 // a slow provider never lets a lease lapse on work still queued behind it.
 // Each claim sets the attempt's next due time, so an attempt still unknown
-// is tried again only after its backoff, never twice in one pass.
+// is tried again only after its backoff, never twice in one pass. Claims
+// are paced at Rate: the wait comes before the claim, so it never eats
+// into a lease; a context whose deadline comes before the next turn ends
+// the pass there, with that error.
 func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 	defer func() { r.last.Store(&Pass{At: r.cfg.Now(), Summary: sum, Failed: err != nil}) }()
 	sum = Summary{Resolved: map[string]int{}}
@@ -143,6 +164,9 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 	start := r.cfg.Now()
 	due := Due{UpdatedBefore: start.Add(-r.cfg.After), Before: start}
 	for ctx.Err() == nil {
+		if err := r.pace.Wait(ctx); err != nil {
+			return sum, err
+		}
 		a, err := r.ClaimNext(ctx, due, func(tries int) time.Time {
 			return r.cfg.Now().Add(Backoff(tries, r.cfg.After, r.cfg.MaxBackoff, r.cfg.Jitter()))
 		})
