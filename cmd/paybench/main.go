@@ -144,6 +144,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "minimal-server" {
 		return serveMinimal(args[1:])
 	}
+	if len(args) > 0 && args[0] == "backlog" {
+		return runBacklog(ctx, args[1:], stdout)
+	}
 	cfg, err := parseFlags(args, os.Stderr)
 	if err != nil {
 		return err
@@ -199,8 +202,15 @@ type bench struct {
 	apiKeys8 []string
 	settings string
 	loadAvg  string
-	seeded   time.Duration
-	scrape   time.Duration
+	// env is the service's environment; serveEnv is added to it for
+	// `payments serve`, and beforeServe runs after the seed, before serve
+	// starts (the backlog mode's hooks).
+	env         []string
+	serveEnv    []string
+	beforeServe func(context.Context) error
+	addr        string
+	seeded      time.Duration
+	scrape      time.Duration
 
 	keys       keys
 	created    *atomic.Int64
@@ -310,7 +320,13 @@ func (b *bench) setup(ctx context.Context) error {
 	if err := b.seed(ctx); err != nil {
 		return err
 	}
-	if b.svc, _, err = start("payments serve", env, false, filepath.Join(b.dir, "payments"), "serve"); err != nil {
+	b.env, b.addr = env, addr
+	if b.beforeServe != nil {
+		if err := b.beforeServe(ctx); err != nil {
+			return err
+		}
+	}
+	if b.svc, _, err = start("payments serve", slices.Concat(env, b.serveEnv), false, filepath.Join(b.dir, "payments"), "serve"); err != nil {
 		return err
 	}
 	b.svcBase = "http://" + addr

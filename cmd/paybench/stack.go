@@ -206,8 +206,14 @@ func waitHealthy(ctx context.Context, p *proc, url string) error {
 // createAccount runs `payments accounts create` and returns the id and API
 // key it prints.
 func createAccount(ctx context.Context, bin string, env []string) (id, apiKey string, err error) {
+	return createAccountWithKey(ctx, bin, env, "sk_test_paybench_"+randomHex(8))
+}
+
+// createAccountWithKey is createAccount with the account's simulator secret
+// key, by which the simulator counts that account's calls.
+func createAccountWithKey(ctx context.Context, bin string, env []string, stripeKey string) (id, apiKey string, err error) {
 	cmd := exec.CommandContext(ctx, bin, "accounts", "create", "--name", "paybench",
-		"--stripe-key", "sk_test_paybench_"+randomHex(8))
+		"--stripe-key", stripeKey)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

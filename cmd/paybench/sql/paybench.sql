@@ -159,3 +159,62 @@ SELECT (SELECT count(*) FROM idempotency_keys),
        pg_size_pretty(pg_total_relation_size('idempotency_keys')),
        pg_size_pretty(pg_relation_size((SELECT conindid FROM pg_constraint
                                         WHERE conrelid = 'idempotency_keys'::regclass AND contype = 'u' LIMIT 1)));
+
+-- The backlog mode's payments left unknown by a provider outage: $1
+-- payments of account $2, each with one authorization attempt whose
+-- outcome is unknown, made $3 ago (past the re-send window: the reconciler
+-- looks each one up by search) and never claimed, so all are due.
+-- name: BacklogUnknownPayments
+INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
+                      status, created_at, updated_at)
+SELECT 'pay_unk_' || g, $2, 'ord_unk_' || g, 1, 1999, 'BRL', 'manual', 'pm_card_visa', 'unknown',
+       now() - $3::interval, now() - $3::interval
+FROM generate_series(1, $1::int) AS g;
+
+-- name: BacklogUnknownAttempts
+INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status, request,
+                      created_at, updated_at)
+SELECT 'att_unk_' || g, $2, 'pay_unk_' || g, 'ord_unk_' || g, 'autorizar', 1, 'ord_unk_' || g || ':autorizar-v1',
+       'unknown', '{}', now() - $3::interval, now() - $3::interval
+FROM generate_series(1, $1::int) AS g;
+
+-- $1 Pix payments of account $2 waiting for the customer, payable for a
+-- day more, each due for its next poll at a moment of the last minute.
+-- name: BacklogWaitingPayments
+INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
+                      status, provider_payment_id, method_options, action_expires_at, created_at, updated_at)
+SELECT 'pay_pix_' || g, $2, 'ord_pix_' || g, 1, 1999, 'BRL', 'automatic', 'pix', 'requires_action',
+       'pi_pix_' || g, '{"expires_in": 86400}', now() + interval '1 day', now() - interval '10 minutes',
+       now() - interval '10 minutes'
+FROM generate_series(1, $1::int) AS g;
+
+-- name: BacklogWaitingAttempts
+INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status, request,
+                      provider_object_id, reconcile_tries, next_reconcile_at, created_at, updated_at)
+SELECT 'att_pix_' || g, $2, 'pay_pix_' || g, 'ord_pix_' || g, 'autorizar', 1, 'ord_pix_' || g || ':autorizar-v1',
+       'waiting', '{}', 'pi_pix_' || g, 1, now() - (g % 60) * interval '1 second',
+       now() - interval '10 minutes', now() - interval '10 minutes'
+FROM generate_series(1, $1::int) AS g;
+
+-- $1 completed keys of account $2 past every retention window: half with
+-- their response still stored (to purge), half tombstones (to delete).
+-- name: BacklogExpiredKeys
+INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, state, payment_id,
+                              response_status, response_body, purged_at, created_at, updated_at, completed_at)
+SELECT $2, 'payments.create', sha256(convert_to('old-key-' || g, 'UTF8')), sha256(convert_to('old-fp-' || g, 'UTF8')),
+       'completed', NULL,
+       CASE WHEN g % 2 = 0 THEN 201 END, CASE WHEN g % 2 = 0 THEN convert_to('{}', 'UTF8') END,
+       CASE WHEN g % 2 = 1 THEN now() - interval '500 days' END,
+       now() - interval '501 days', now() - interval '501 days', now() - interval '501 days'
+FROM generate_series(1, $1::int) AS g;
+
+-- What is left of each job's pass that began at $1: unresolved attempts due
+-- before it, waiting attempts due before it, stored responses past $2's
+-- response window and tombstones past $3's.
+-- name: BacklogProgress
+SELECT count(*) FILTER (WHERE status IN ('processing', 'unknown')),
+       count(*) FILTER (WHERE status = 'waiting'),
+       (SELECT count(*) FROM idempotency_keys WHERE state = 'completed' AND purged_at IS NULL AND completed_at < $2),
+       (SELECT count(*) FROM idempotency_keys WHERE state = 'completed' AND purged_at < $3)
+FROM attempts
+WHERE status IN ('processing', 'unknown', 'waiting') AND COALESCE(next_reconcile_at, updated_at) < $1;
