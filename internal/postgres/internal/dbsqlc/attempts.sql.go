@@ -329,6 +329,7 @@ WHERE a.status IN ('processing', 'unknown', 'waiting')
   AND (a.lease_expires_at IS NULL OR a.lease_expires_at < $1)
   AND ((a.next_reconcile_at IS NULL AND a.updated_at < $2)
        OR a.next_reconcile_at < $3)
+  AND COALESCE(a.next_reconcile_at, a.updated_at) < GREATEST($2, $3)
 ORDER BY COALESCE(a.next_reconcile_at, a.updated_at)
 LIMIT 1
 FOR UPDATE SKIP LOCKED
@@ -346,7 +347,11 @@ type AttemptLockNextDueParams struct {
 // transaction. Never claimed: due once untouched since updated_before.
 // Claimed before: due when its next time came before the pass began, so a
 // pass never claims an attempt twice. A waiting attempt always has its
-// next time.
+// next time. The last condition follows from the one before it; written on
+// the due time itself it bounds the scan of attempts_due, so a claim that
+// finds nothing due stops at the pass's start instead of reading every
+// attempt still waiting for its turn (a backlog of 100,000 made the last
+// claim of every pass read them all).
 func (q *Queries) AttemptLockNextDue(ctx context.Context, arg AttemptLockNextDueParams) (Attempt, error) {
 	row := q.db.QueryRow(ctx, attemptLockNextDue, arg.Now, arg.UpdatedBefore, arg.DueBefore)
 	var i Attempt
