@@ -271,34 +271,10 @@ func (b *bench) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svcURL := b.dbURL
-	if b.cfg.serviceDBParams != "" {
-		su, _ := url.Parse(svcURL)
-		q := su.Query()
-		extra, err := url.ParseQuery(b.cfg.serviceDBParams)
-		if err != nil {
-			return fmt.Errorf("-service-db-params: %w", err)
-		}
-		for k, v := range extra {
-			q[k] = v
-		}
-		su.RawQuery = q.Encode()
-		svcURL = su.String()
+	svcURL, err := b.serviceURL()
+	if err != nil {
+		return err
 	}
-	if b.cfg.serviceDBHost != "" {
-		su, _ := url.Parse(svcURL)
-		su.Host = b.cfg.serviceDBHost
-		svcURL = su.String()
-	}
-	b.svcDB = "direct"
-	if b.cfg.serviceDBHost != "" {
-		b.svcDB = "through " + b.cfg.serviceDBHost
-	}
-	mode := "cache_statement"
-	if su, err := url.Parse(svcURL); err == nil && su.Query().Get("default_query_exec_mode") != "" {
-		mode = su.Query().Get("default_query_exec_mode")
-	}
-	b.svcDB += ", default_query_exec_mode=" + mode
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	env := []string{"DATABASE_URL=" + svcURL, "MIGRATE_DATABASE_URL=" + b.dbURL, "ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
@@ -306,13 +282,8 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.acctID, b.apiKey, err = createAccount(ctx, filepath.Join(b.dir, "payments"), env); err != nil {
 		return err
 	}
-	b.apiKeys8 = []string{b.apiKey}
-	for len(b.apiKeys8) < 8 {
-		_, k, err := createAccount(ctx, filepath.Join(b.dir, "payments"), env)
-		if err != nil {
-			return err
-		}
-		b.apiKeys8 = append(b.apiKeys8, k)
+	if b.apiKeys8, err = eightAccounts(ctx, filepath.Join(b.dir, "payments"), env, b.apiKey); err != nil {
+		return err
 	}
 	if b.db, err = pgxpool.New(ctx, b.dbURL); err != nil {
 		return err
@@ -336,7 +307,24 @@ func (b *bench) setup(ctx context.Context) error {
 	t := time.Now()
 	scrapeServerTimes(b.svcBase)
 	b.scrape = time.Since(t)
+	return b.firstCreate()
+}
 
+// eightAccounts is first's key and those of seven more accounts.
+func eightAccounts(ctx context.Context, bin string, env []string, first string) ([]string, error) {
+	keys := []string{first}
+	for len(keys) < 8 {
+		_, k, err := createAccount(ctx, bin, env)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// firstCreate makes the payment the replay workload replays.
+func (b *bench) firstCreate() error {
 	b.replayKey = b.keys.next("replay")
 	b.replayBody = createBody(b.replayKey)
 	c := b.serviceClient()
@@ -347,6 +335,40 @@ func (b *bench) setup(ctx context.Context) error {
 	}
 	b.replayResp = body
 	return nil
+}
+
+// serviceURL is the service's DATABASE_URL: the bench database with the
+// -service-db-params, through -service-db-host; it also says so in svcDB.
+func (b *bench) serviceURL() (string, error) {
+	svcURL := b.dbURL
+	if b.cfg.serviceDBParams != "" {
+		su, _ := url.Parse(svcURL)
+		q := su.Query()
+		extra, err := url.ParseQuery(b.cfg.serviceDBParams)
+		if err != nil {
+			return "", fmt.Errorf("-service-db-params: %w", err)
+		}
+		for k, v := range extra {
+			q[k] = v
+		}
+		su.RawQuery = q.Encode()
+		svcURL = su.String()
+	}
+	if b.cfg.serviceDBHost != "" {
+		su, _ := url.Parse(svcURL)
+		su.Host = b.cfg.serviceDBHost
+		svcURL = su.String()
+	}
+	b.svcDB = "direct"
+	if b.cfg.serviceDBHost != "" {
+		b.svcDB = "through " + b.cfg.serviceDBHost
+	}
+	mode := "cache_statement"
+	if su, err := url.Parse(svcURL); err == nil && su.Query().Get("default_query_exec_mode") != "" {
+		mode = su.Query().Get("default_query_exec_mode")
+	}
+	b.svcDB += ", default_query_exec_mode=" + mode
+	return svcURL, nil
 }
 
 // seed fills the bench database with other tenants' past payments.
