@@ -230,7 +230,7 @@ func (s *Stats) add(o Stats) {
 
 // Request is one logged API request.
 type Request struct {
-	Op             string    `json:"op"` // authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search, list_disputes, account; "" if unrouted
+	Op             string    `json:"op"` // authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search, list_intents, list_disputes, account; "" if unrouted
 	Method         string    `json:"method"`
 	Path           string    `json:"path"`
 	SecretKey      string    `json:"secret_key,omitempty"`
@@ -305,6 +305,7 @@ func New(opts Options) *Server {
 	m := http.NewServeMux()
 	m.Handle("POST /v1/payment_intents", s.endpoint("authorize", (*Server).createIntent))
 	m.Handle("GET /v1/payment_intents/search", s.endpoint("search", (*Server).searchIntents))
+	m.Handle("GET /v1/payment_intents", s.endpoint("list_intents", (*Server).listIntents))
 	m.Handle("GET /v1/payment_intents/{id}", s.endpoint("retrieve", (*Server).getIntent))
 	m.Handle("POST /v1/payment_intents/{id}/capture", s.endpoint("capture", (*Server).captureIntent))
 	m.Handle("POST /v1/payment_intents/{id}/cancel", s.endpoint("cancel", (*Server).cancelIntent))
