@@ -20,8 +20,9 @@ import (
 //     paid) lies in a slice the pass no longer holds;
 //   - Mercado Pago lists by last change: a payment changed there again
 //     after the slices around our own change were listed;
-//   - a payment that changed here after its slice was listed (the list
-//     may show an older state), and one whose slice failed to list;
+//   - a payment that changed here after its slice was listed, or within
+//     the list's lag before (Mercado Pago's search lags its writes): the
+//     list may show an older state; and one whose slice failed to list;
 //   - a payment with no provider object in the list (missing there, or
 //     skipped by offset paging over a set that changed meanwhile).
 //
@@ -104,7 +105,9 @@ func (s *Service) listedState(ctx context.Context, ls *listings, acct payment.Ac
 		if err != nil {
 			return providerState{}, false, err
 		}
-		if in := sl.match(b.prov, p); in != nil && sl.ok && !p.UpdatedAt.After(sl.at) {
+		// A list read before our last change, or too soon after it for
+		// the list to show it, may show an older state.
+		if in := sl.match(b.prov, p); in != nil && sl.ok && p.UpdatedAt.Before(sl.at.Add(-lister.ListLag())) {
 			st, err := s.fromListed(ctx, b, in)
 			return st, true, err
 		}

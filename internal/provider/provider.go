@@ -397,6 +397,9 @@ type Lister interface {
 	ListIntents(ctx context.Context, c Credentials, q ListQuery) (ListPage, error)
 	// ListedBy says which of a payment's times the list ranges over.
 	ListedBy() ListedBy
+	// ListLag is how long the list may lag the provider's writes: a change
+	// made less than this before the list was read may not show in it.
+	ListLag() time.Duration
 }
 
 // ListedBy is the time a provider's list filters its payments by.

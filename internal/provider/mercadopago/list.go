@@ -19,6 +19,10 @@ var _ provider.Lister = (*Provider)(nil)
 // back lately is listed with the change.
 func (p *Provider) ListedBy() provider.ListedBy { return provider.ListedByUpdated }
 
+// ListLag is the search's lag (MERCADOPAGO_SEARCH_GRACE): the list is a
+// search, as eventually consistent as any.
+func (p *Provider) ListLag() time.Duration { return p.Profile().SearchLag }
+
 // ListIntents reads one page of the payments last updated in [q.From,
 // q.To) (GET /v1/payments/search?range=date_last_updated&begin_date=…
 // &end_date=…&sort=date_created&criteria=asc&limit=…&offset=…); the cursor

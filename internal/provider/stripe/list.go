@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	stripego "github.com/stripe/stripe-go/v76"
 
@@ -14,6 +15,10 @@ var _ provider.Lister = (*Provider)(nil)
 
 // ListedBy is creation: Stripe lists PaymentIntents by created only.
 func (p *Provider) ListedBy() provider.ListedBy { return provider.ListedByCreated }
+
+// ListLag is 0: Stripe's lists, unlike its search, show every write at
+// once.
+func (p *Provider) ListLag() time.Duration { return 0 }
 
 // ListIntents reads one page of the PaymentIntents created in [q.From,
 // q.To) (GET /v1/payment_intents?created[gte]=…&created[lt]=…), newest
