@@ -28,12 +28,13 @@ import (
 //
 // Our pages go by updated_at, so the slices a pass needs move forward with
 // them: only the slices around the current payment's change are listed or
-// kept, which bounds memory to a few slices of one provider account and
-// lists every slice at most once per pass. The provider calls of a pass
-// are then about (its payments in the window)/100 per provider account,
-// plus one call per slice and account for the last, partial page, plus a
-// lookup per payment of the cases above and per disputed payment (the list
-// flags a dispute but does not carry it).
+// kept, which bounds memory to about three hours of each provider
+// account's payments and lists every slice at most once per pass. The
+// provider calls of a pass are then about (its payments in the
+// window)/100 per provider account, plus per slice and account the last,
+// partial page and the neighbouring slices probed for a payment the list
+// lacked, plus a lookup per payment of the cases above and per disputed
+// payment (the list flags a dispute but does not carry it).
 const (
 	auditSlice    = time.Hour
 	auditPageSize = 100

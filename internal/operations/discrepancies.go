@@ -92,7 +92,9 @@ type AuditSummary struct {
 
 // Audit compares every final payment changed within since (0: the
 // window) with the provider, in pages of the batch size, and records each
-// difference as an open discrepancy. It changes no payment and moves no
+// difference as an open discrepancy. The provider's side is read from its
+// lists, a page of 100 payments per call, and asked about one payment
+// alone only where the lists cannot tell (auditlist.go). It changes no payment and moves no
 // money. A provider error skips the payment, not the pass.
 func (s *Service) Audit(ctx context.Context, since time.Duration) (AuditSummary, error) {
 	if since <= 0 {
