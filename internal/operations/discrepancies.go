@@ -92,7 +92,9 @@ type AuditSummary struct {
 
 // Audit compares every final payment changed within since (0: the
 // window) with the provider, in pages of the batch size, and records each
-// difference as an open discrepancy. It changes no payment and moves no
+// difference as an open discrepancy. The provider's side is read from its
+// lists, a page of 100 payments per call, and asked about one payment
+// alone only where the lists cannot tell (auditlist.go). It changes no payment and moves no
 // money. A provider error skips the payment, not the pass.
 func (s *Service) Audit(ctx context.Context, since time.Duration) (AuditSummary, error) {
 	if since <= 0 {
@@ -101,6 +103,7 @@ func (s *Service) Audit(ctx context.Context, since time.Duration) (AuditSummary,
 	sum := AuditSummary{Found: map[payment.DiscrepancyKind]int{}}
 	cutoff := s.now().Add(-since)
 	accts := map[string]payment.Account{}
+	lists := newListings(cutoff)
 	var after StuckCursor
 	for {
 		page, err := s.store.PaymentListFinalChanged(ctx, cutoff, after, s.batch)
@@ -109,7 +112,7 @@ func (s *Service) Audit(ctx context.Context, since time.Duration) (AuditSummary,
 		}
 		for _, p := range page {
 			sum.Examined++
-			if err := s.auditOne(ctx, accts, p, &sum); err != nil {
+			if err := s.auditOne(ctx, accts, lists, p, &sum); err != nil {
 				if ctx.Err() != nil {
 					return sum, ctx.Err()
 				}
@@ -126,7 +129,7 @@ func (s *Service) Audit(ctx context.Context, since time.Duration) (AuditSummary,
 
 var errInFlight = errors.New("an operation of the payment is in flight")
 
-func (s *Service) auditOne(ctx context.Context, accts map[string]payment.Account, p *payment.Payment, sum *AuditSummary) error {
+func (s *Service) auditOne(ctx context.Context, accts map[string]payment.Account, lists *listings, p *payment.Payment, sum *AuditSummary) error {
 	pending, err := s.store.AttemptListUnresolvedByPayment(ctx, p.ID)
 	if err != nil {
 		return err
@@ -141,7 +144,7 @@ func (s *Service) auditOne(ctx context.Context, accts map[string]payment.Account
 		}
 		accts[p.AccountID] = acct
 	}
-	st, err := s.fetch(ctx, acct, p)
+	st, err := s.providerState(ctx, lists, acct, p)
 	if err != nil {
 		return err
 	}
@@ -194,6 +197,20 @@ func (st providerState) proved(k payment.DiscrepancyKind) bool {
 	return !bad
 }
 
+// providerState is what the provider shows of p: from its provider
+// account's list when the list shows it, else by asking about p alone.
+func (s *Service) providerState(ctx context.Context, lists *listings, acct payment.Account, p *payment.Payment) (providerState, error) {
+	b, err := s.providerFor(acct, p)
+	if err != nil {
+		return providerState{}, err
+	}
+	st, ok, err := s.listedState(ctx, lists, acct, b, p)
+	if ok || err != nil {
+		return st, err
+	}
+	return s.fetch(ctx, acct, p)
+}
+
 // fetch asks the provider for the intent, its refunds and its disputes,
 // each call paced by the token bucket and bounded by PROVIDER_TIMEOUT. Only
 // a failed intent lookup is an error; a failed refund or dispute lookup is
@@ -204,14 +221,7 @@ func (s *Service) fetch(ctx context.Context, acct payment.Account, p *payment.Pa
 	if err != nil {
 		return st, err
 	}
-	call := func(f func(ctx context.Context) error) error {
-		if err := s.bucket.wait(ctx); err != nil {
-			return err
-		}
-		cctx, cancel := context.WithTimeout(ctx, s.providerTimeout)
-		defer cancel()
-		return f(cctx)
-	}
+	call := func(f func(ctx context.Context) error) error { return s.paced(ctx, f) }
 	err = call(func(ctx context.Context) (err error) {
 		st.intent, _, err = b.intent(ctx, p)
 		return err

@@ -387,3 +387,59 @@ type Dispute struct {
 // ErrSignature means an event was not signed with the account's secret, or
 // its timestamp is outside the tolerance.
 var ErrSignature = errors.New("provider: invalid event signature")
+
+// Lister is a provider that pages its payments of a time range in bulk,
+// with what the audit of final payments compares (CONTRACT §14), so that
+// the audit costs one call per page instead of several per payment.
+type Lister interface {
+	// ListIntents returns one page of the payments whose ListedBy time
+	// lies in [q.From, q.To); Next continues it and is "" on the last page.
+	ListIntents(ctx context.Context, c Credentials, q ListQuery) (ListPage, error)
+	// ListedBy says which of a payment's times the list ranges over.
+	ListedBy() ListedBy
+	// ListLag is how long the list may lag the provider's writes: a change
+	// made less than this before the list was read may not show in it.
+	ListLag() time.Duration
+}
+
+// ListedBy is the time a provider's list filters its payments by.
+type ListedBy string
+
+const (
+	// ListedByCreated: the provider lists by creation only (Stripe).
+	ListedByCreated ListedBy = "created"
+	// ListedByUpdated: the provider lists by last change (Mercado Pago's
+	// date_last_updated), so an old payment refunded lately is listed.
+	ListedByUpdated ListedBy = "updated"
+)
+
+// ListQuery selects a page of a provider's payments.
+type ListQuery struct {
+	From, To time.Time
+	// Cursor is "" for the first page, else a ListPage's Next.
+	Cursor string
+	Limit  int
+}
+
+// ListPage is one page of a provider's payments.
+type ListPage struct {
+	Intents []Listed
+	Next    string
+}
+
+// Listed is one payment as a provider's list shows it.
+type Listed struct {
+	Intent Intent
+	// PaymentID is the service's payment id the object carries (Stripe's
+	// metadata payment_id; the part of Mercado Pago's external_reference
+	// before the attempt), "" when it carries none.
+	PaymentID string
+	// Attempt is the attempt Mercado Pago's external_reference names; 0
+	// where the provider keeps none.
+	Attempt int
+	// Refunded is the sum of its succeeded and pending refunds.
+	Refunded int64
+	// Disputed: the provider shows a dispute or chargeback on it, whose
+	// details the list does not carry.
+	Disputed bool
+}

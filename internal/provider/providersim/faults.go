@@ -48,7 +48,7 @@ var faultBefore = map[FaultKind]bool{
 // random faults only mutating ones.
 type Fault struct {
 	// Op is authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund,
-	// list_refunds or search, or for Mercado Pago mp_create, mp_retrieve,
+	// list_refunds, search or list_intents, or for Mercado Pago mp_create, mp_retrieve,
 	// mp_update, mp_search, mp_refund, mp_list_refunds,
 	// mp_list_chargebacks or mp_get_chargeback; "" matches any.
 	Op string

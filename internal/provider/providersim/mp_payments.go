@@ -209,9 +209,10 @@ func (s *Server) mpGet(a *account, c *call) result {
 }
 
 // mpSearch serves GET /v1/payments/search: payments of the token at least
-// the search lag old, filtered by external_reference when given, by
-// creation (criteria=desc: newest first), paged by limit (default 30, at
-// most 1000) and offset.
+// the search lag old, filtered by external_reference and by range
+// (date_created, date_last_updated or date_approved between begin_date and
+// end_date) when given, by creation (criteria=desc: newest first), paged
+// by limit (default 30, at most 1000) and offset, with paging.total.
 func (s *Server) mpSearch(a *account, c *call) result {
 	q := c.form
 	limit, offset := 30, 0
@@ -221,10 +222,14 @@ func (s *Server) mpSearch(a *account, c *call) result {
 	if v, err := strconv.Atoi(get(q, "offset")); err == nil && v >= 0 {
 		offset = v
 	}
+	inRange, ok := mpDateRange(q)
+	if !ok {
+		return mpRejected(http.StatusBadRequest, "bad_request", "invalid range, begin_date or end_date")
+	}
 	ref, byRef := q["external_reference"]
 	var found []*mpPaymentJSON
 	for _, p := range a.mpAccount().order {
-		if c.now.Sub(p.Created) < s.mp.searchLag || (byRef && p.ExternalReference != ref[0]) {
+		if c.now.Sub(p.Created) < s.mp.searchLag || (byRef && p.ExternalReference != ref[0]) || !inRange(p) {
 			continue
 		}
 		found = append(found, p.wire())

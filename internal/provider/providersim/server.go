@@ -1,6 +1,6 @@
 // Package providersim is a stateful simulator of the part of the Stripe API
 // that the payment service uses through stripe-go: PaymentIntents (create and
-// confirm, confirm again, retrieve, capture, cancel, search) and refunds (create, retrieve,
+// confirm, confirm again, retrieve, capture, cancel, search, list) and refunds (create, retrieve,
 // list), and disputes (list); and of Mercado Pago's payments API as
 // mercadopago/sdk-go uses it (see Mercado Pago below).
 //
@@ -78,9 +78,12 @@
 //     endpoint per secret key (RegisterWebhookEndpoint), one attempt per
 //     delivery, in event order, with no retries: Redeliver resends.
 //   - Search supports metadata, status and currency clauses joined by AND,
-//     and its page tokens are offsets. Lists filter by payment_intent or
-//     charge and ignore created and expand; an unknown payment_intent or
-//     charge filter answers 404.
+//     and its page tokens are offsets. The PaymentIntent list filters by
+//     created (created[gte], [gt], [lte], [lt]), pages by limit and
+//     starting_after with has_more, and expands data.latest_charge alone
+//     (a charge with amount_refunded and disputed). The refund and dispute
+//     lists filter by payment_intent or charge and ignore created and
+//     expand; an unknown payment_intent or charge filter answers 404.
 //   - Stripe-Version, Stripe-Account and livemode are ignored; error messages
 //     follow Stripe's but are not guaranteed word for word; 429s and 5xx
 //     happen only when injected.
@@ -91,7 +94,10 @@
 // github.com/mercadopago/sdk-go v1.8.0 calls it: POST /v1/payments, GET and
 // PUT /v1/payments/{id} (PUT takes {"capture":true} with an optional
 // transaction_amount, or {"status":"cancelled"}), GET
-// /v1/payments/search, POST and GET /v1/payments/{id}/refunds, and GET
+// /v1/payments/search (by external_reference, or by range=date_created,
+// date_last_updated or date_approved between begin_date and end_date, both
+// inclusive; paged by limit and offset with paging.total), POST and GET
+// /v1/payments/{id}/refunds, and GET
 // /v1/chargebacks/search?payment_id= and /v1/chargebacks/{id} (chargebacks
 // are made only by MPOpenChargeback, and refunds outside the API by
 // MPDashboardRefund). Bodies
@@ -230,7 +236,7 @@ func (s *Stats) add(o Stats) {
 
 // Request is one logged API request.
 type Request struct {
-	Op             string    `json:"op"` // authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search, list_disputes, account; "" if unrouted
+	Op             string    `json:"op"` // authorize, confirm, capture, cancel, refund, retrieve, retrieve_refund, list_refunds, search, list_intents, list_disputes, account; "" if unrouted
 	Method         string    `json:"method"`
 	Path           string    `json:"path"`
 	SecretKey      string    `json:"secret_key,omitempty"`
@@ -305,6 +311,7 @@ func New(opts Options) *Server {
 	m := http.NewServeMux()
 	m.Handle("POST /v1/payment_intents", s.endpoint("authorize", (*Server).createIntent))
 	m.Handle("GET /v1/payment_intents/search", s.endpoint("search", (*Server).searchIntents))
+	m.Handle("GET /v1/payment_intents", s.endpoint("list_intents", (*Server).listIntents))
 	m.Handle("GET /v1/payment_intents/{id}", s.endpoint("retrieve", (*Server).getIntent))
 	m.Handle("POST /v1/payment_intents/{id}/capture", s.endpoint("capture", (*Server).captureIntent))
 	m.Handle("POST /v1/payment_intents/{id}/cancel", s.endpoint("cancel", (*Server).cancelIntent))
