@@ -118,11 +118,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, ans idempot
 
 func (s *Server) createPayment(w http.ResponseWriter, r *http.Request) {
 	s.mutation(w, r, false, func(key string, body []byte) (idempotency.Answer, error) {
-		req, err := payment.ParseCreateRequest(body)
-		if err != nil {
-			return idempotency.Answer{}, err
-		}
-		return s.payments.Create(r.Context(), accountFrom(r).Merchant(), key, req)
+		return s.payments.CreateBody(r.Context(), accountFrom(r).Merchant(), key, body)
 	})
 }
 
