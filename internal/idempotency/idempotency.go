@@ -84,13 +84,11 @@ func Fingerprint(operation string, normalized any) ([]byte, error) {
 // path parameters). The same bytes parse to the same normalized request,
 // so a stored hash equal to a retry's stands for an equal fingerprint and
 // the retry needs no parsing. Different bytes prove nothing: the retry is
-// parsed and its fingerprint compared.
-func BodyHash(operation string, body []byte) []byte {
-	h := sha256.New()
-	h.Write([]byte(operation))
-	h.Write([]byte{0})
-	h.Write(body)
-	return h.Sum(nil)
+// parsed and its fingerprint compared. It is stored and compared within a
+// key's scope, which names the operation already.
+func BodyHash(body []byte) []byte {
+	h := sha256.Sum256(body)
+	return h[:]
 }
 
 // DecideBody applies the state table to a known key from the retry's body

@@ -19,7 +19,7 @@ import (
 func (s *Service) CreateBody(ctx context.Context, acct Account, key string, body []byte) (idempotency.Answer, error) {
 	op := idempotency.OpPaymentsCreate
 	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
-	bodyHash := idempotency.BodyHash(op, body)
+	bodyHash := idempotency.BodyHash(body)
 	known, err := s.lookUp(ctx, scope)
 	if err != nil {
 		// An invalid body is still a 400 while the database is away.
