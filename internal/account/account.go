@@ -37,11 +37,21 @@ type Account struct {
 	// Routing chooses the providers of each create; nil when none is set.
 	Routing   *payment.Routing
 	CreatedAt time.Time
+	// merchant is Merchant built once when the account is opened: every
+	// request of the account asks for it. Read-only, shared by them all.
+	merchant *payment.Account
 }
 
 // Merchant is the account as the payment service sees it: the merchant
 // that charges, with the provider credentials it charges through.
 func (a Account) Merchant() payment.Account {
+	if a.merchant != nil {
+		return *a.merchant
+	}
+	return a.buildMerchant()
+}
+
+func (a Account) buildMerchant() payment.Account {
 	m := payment.Account{ID: a.ID, Credentials: provider.Credentials{SecretKey: a.StripeSecret},
 		Providers: append([]string(nil), a.Providers...), ProviderCredentials: map[string]provider.Credentials{},
 		Routing: a.Routing}
@@ -385,8 +395,12 @@ func (s *Service) open(r Row) (Account, error) {
 		}
 	}
 	var err error
-	a.Routing, err = r.routing()
-	return a, err
+	if a.Routing, err = r.routing(); err != nil {
+		return Account{}, err
+	}
+	m := a.buildMerchant()
+	a.merchant = &m
+	return a, nil
 }
 
 // HashAPIKey is what is stored for an API key. The key has 256 random bits,

@@ -80,6 +80,27 @@ func Fingerprint(operation string, normalized any) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
+// BodyHash hashes the raw bytes of a request that is its body alone (no
+// path parameters). The same bytes parse to the same normalized request,
+// so a stored hash equal to a retry's stands for an equal fingerprint and
+// the retry needs no parsing. Different bytes prove nothing: the retry is
+// parsed and its fingerprint compared. It is stored and compared within a
+// key's scope, which names the operation already.
+func BodyHash(body []byte) []byte {
+	h := sha256.Sum256(body)
+	return h[:]
+}
+
+// DecideBody applies the state table to a known key from the retry's body
+// hash alone. ok is false when the hash proves nothing (a key stored
+// without one, or other bytes): the caller parses and calls Decide.
+func DecideBody(r Record, bodyHash []byte, now time.Time) (d Decision, ok bool) {
+	if r.BodyHash == nil || !bytes.Equal(r.BodyHash, bodyHash) {
+		return 0, false
+	}
+	return Decide(r, r.Fingerprint, now), true
+}
+
 // Scope identifies a key: unique per account, operation and key hash.
 type Scope struct {
 	AccountID string
@@ -98,9 +119,12 @@ const (
 
 // Record is a stored key.
 type Record struct {
-	ID             int64
-	Scope          Scope
-	Fingerprint    []byte
+	ID          int64
+	Scope       Scope
+	Fingerprint []byte
+	// BodyHash is the hash of the raw request bytes (BodyHash); nil for a
+	// key stored before it was, or for an operation without one.
+	BodyHash       []byte
 	State          State
 	LeaseExpiresAt *time.Time
 	// ResponseKind and ResponseBody are the stored answer of a completed

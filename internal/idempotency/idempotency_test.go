@@ -65,3 +65,29 @@ func TestFingerprintScopesByOperation(t *testing.T) {
 		t.Fatal("the same body of two operations has one fingerprint")
 	}
 }
+
+func TestDecideBody(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	later := now.Add(time.Second)
+	body := []byte(`{"amount":1}`)
+	h := BodyHash(body)
+	for _, c := range []struct {
+		name   string
+		rec    Record
+		hash   []byte
+		want   Decision
+		wantOK bool
+	}{
+		{"same bytes, completed", Record{Fingerprint: []byte("fp"), BodyHash: h, State: StateCompleted}, h, Replay, true},
+		{"same bytes, in flight", Record{Fingerprint: []byte("fp"), BodyHash: h, State: StateInProgress, LeaseExpiresAt: &later}, h, InUse, true},
+		{"same bytes, unknown", Record{Fingerprint: []byte("fp"), BodyHash: h, State: StateUnknown}, h, Recover, true},
+		{"other bytes", Record{Fingerprint: []byte("fp"), BodyHash: h, State: StateCompleted}, BodyHash([]byte(`{"amount": 1}`)), 0, false},
+		{"stored without a hash", Record{Fingerprint: []byte("fp"), State: StateCompleted}, h, 0, false},
+	} {
+		got, ok := DecideBody(c.rec, c.hash, now)
+		if got != c.want || ok != c.wantOK {
+			t.Errorf("%s: DecideBody = %d, %v; want %d, %v", c.name, got, ok, c.want, c.wantOK)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
@@ -44,6 +45,20 @@ type Metrics struct {
 	deliveries  *prometheus.CounterVec
 	db          *databaseGauges
 	circuits    *prometheus.GaugeVec
+	// series holds each HTTP label set's children once looked up: every
+	// request counts, and the sets are few (routes, methods and statuses
+	// are fixed sets), so the vectors' label hashing runs once per set.
+	series sync.Map // requestLabels → requestSeries
+}
+
+type requestLabels struct {
+	route, method string
+	status        int
+}
+
+type requestSeries struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 var _ payment.Metrics = (*Metrics)(nil)
@@ -168,8 +183,17 @@ func (m *Metrics) initProviderSeries(prov string) {
 
 // Request counts one HTTP request.
 func (m *Metrics) Request(route, method string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	l := requestLabels{route: route, method: method, status: status}
+	s, ok := m.series.Load(l)
+	if !ok {
+		s, _ = m.series.LoadOrStore(l, requestSeries{
+			count:   m.requests.WithLabelValues(route, method, strconv.Itoa(status)),
+			latency: m.latency.WithLabelValues(route),
+		})
+	}
+	rs := s.(requestSeries)
+	rs.count.Inc()
+	rs.latency.Observe(d.Seconds())
 }
 
 // Idempotency counts one idempotency decision.

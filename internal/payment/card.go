@@ -2,6 +2,7 @@ package payment
 
 import (
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -15,6 +16,9 @@ import (
 // to 19 digits count. A group of 20 or more digits in a row is not read as
 // a card number, nor is a part of one.
 func ContainsCardNumber(s string) bool {
+	if asciiWithFewDigits(s) {
+		return false
+	}
 	var groups [][]byte
 	var cur []byte
 	sep := false // the last rune was a separator after a digit
@@ -42,6 +46,25 @@ func ContainsCardNumber(s string) bool {
 	return cardInGroups(groups)
 }
 
+// asciiWithFewDigits reports whether s is ASCII (which NFKC leaves as it
+// is) with fewer digits than the shortest card number: most strings, which
+// then need no closer look.
+func asciiWithFewDigits(s string) bool {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return false
+		case '0' <= c && c <= '9':
+			n++
+		}
+	}
+	return n < minCardDigits
+}
+
+// minCardDigits is the length of the shortest card number.
+const minCardDigits = 13
+
 // cardInGroups reports whether consecutive groups of one run of digits
 // make a Luhn-valid number of 13 to 19 digits.
 func cardInGroups(groups [][]byte) bool {
@@ -53,7 +76,7 @@ func cardInGroups(groups [][]byte) bool {
 			if len(digits) > 19 {
 				break
 			}
-			if len(digits) >= 13 && luhn(digits) {
+			if len(digits) >= minCardDigits && luhn(digits) {
 				return true
 			}
 		}

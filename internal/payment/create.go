@@ -12,10 +12,50 @@ import (
 	"github.com/acmepay/payments/internal/provider"
 )
 
+// CreateBody is Create from the raw request body. A retry carrying the very
+// bytes its key stored the hash of is answered from the key without parsing
+// them again (it was parsed when the key was reserved); any other body is
+// parsed, normalized and its fingerprint compared, as Create does.
+func (s *Service) CreateBody(ctx context.Context, acct Account, key string, body []byte) (idempotency.Answer, error) {
+	op := idempotency.OpPaymentsCreate
+	scope := idempotency.Scope{AccountID: acct.ID, Operation: op, KeyHash: idempotency.HashKey(key)}
+	bodyHash := idempotency.BodyHash(body)
+	known, err := s.lookUp(ctx, scope)
+	if err != nil {
+		// An invalid body is still a 400 while the database is away.
+		if _, perr := ParseCreateRequest(body); perr != nil {
+			return idempotency.Answer{}, perr
+		}
+		return idempotency.Answer{}, err
+	}
+	if known.found {
+		// Recovering an attempt needs the request: that goes the long way.
+		if d, ok := idempotency.DecideBody(known.rec, bodyHash, s.clock()); ok && d != idempotency.Recover {
+			return s.answer(ctx, known.rec, d)
+		}
+	}
+	req, err := ParseCreateRequest(body)
+	if err != nil {
+		return idempotency.Answer{}, err
+	}
+	return s.create(ctx, acct, key, req, bodyHash, known)
+}
+
 // Create runs "create payment" under the client key. It answers created
 // when the provider's outcome is known, accepted while it is not, or
 // replays a stored answer.
 func (s *Service) Create(ctx context.Context, acct Account, key string, req CreateRequest) (idempotency.Answer, error) {
+	known, err := s.lookUp(ctx, idempotency.Scope{AccountID: acct.ID, Operation: idempotency.OpPaymentsCreate,
+		KeyHash: idempotency.HashKey(key)})
+	if err != nil {
+		return idempotency.Answer{}, err
+	}
+	return s.create(ctx, acct, key, req, nil, known)
+}
+
+// create is Create with the key's record read and, when the request came as
+// raw bytes, their hash to store with a new key.
+func (s *Service) create(ctx context.Context, acct Account, key string, req CreateRequest, bodyHash []byte, known lookup) (idempotency.Answer, error) {
 	op := idempotency.OpPaymentsCreate
 	route, err := s.createRoute(acct, req)
 	if err != nil {
@@ -30,11 +70,12 @@ func (s *Service) Create(ctx context.Context, acct Account, key string, req Crea
 	if err != nil {
 		return idempotency.Answer{}, err
 	}
+	k.BodyHash = bodyHash
 	c := &creating{answerPayment: answerPayment{s}, acct: acct, req: req, route: route}
 	if s.createBudget > 0 {
 		c.deadline = time.Now().Add(s.createBudget)
 	}
-	ans, err := s.Execute(ctx, acct, k, c)
+	ans, err := s.execute(ctx, acct, k, c, known)
 	if errors.Is(err, ErrLiveOrderConflict) {
 		s.metrics.Idempotency(op, "conflict")
 		return idempotency.Answer{}, s.LiveOrderError(ctx, acct.ID, req.OrderID)

@@ -27,6 +27,9 @@ import (
 type Key struct {
 	Scope       idempotency.Scope
 	Fingerprint []byte
+	// BodyHash is the raw request's hash for an operation whose request is
+	// its body alone (a create); nil for the others.
+	BodyHash []byte
 	// PaymentID is the payment the mutation is about; for a create, the id
 	// the new payment will have.
 	PaymentID string
@@ -112,17 +115,41 @@ func Done(p *Payment) Started { return Started{Kind: StartDone, Payment: p} }
 // settle. A known key is answered from what it stored, or recovered: its
 // attempt is taken over, never started again.
 func (s *Service) Execute(ctx context.Context, acct Account, k Key, m Mutation) (idempotency.Answer, error) {
-	recovering := false
-	rec, err := s.store.IdempotencyKeyGet(ctx, k.Scope)
+	known, err := s.lookUp(ctx, k.Scope)
+	if err != nil {
+		return idempotency.Answer{}, err
+	}
+	return s.execute(ctx, acct, k, m, known)
+}
+
+// lookup is a key's record read without a lock before the request runs;
+// found is false when the scope had none.
+type lookup struct {
+	rec   idempotency.Record
+	found bool
+}
+
+// lookUp reads the key's record: the replay fast path's one statement.
+func (s *Service) lookUp(ctx context.Context, sc idempotency.Scope) (lookup, error) {
+	rec, err := s.store.IdempotencyKeyGet(ctx, sc)
 	switch {
 	case err == nil:
-		d := idempotency.Decide(rec, k.Fingerprint, s.clock())
+		return lookup{rec: rec, found: true}, nil
+	case errors.Is(err, ErrNotFound):
+		return lookup{}, nil
+	}
+	return lookup{}, err
+}
+
+// execute is Execute with the key's record already read.
+func (s *Service) execute(ctx context.Context, acct Account, k Key, m Mutation, known lookup) (idempotency.Answer, error) {
+	recovering := false
+	if known.found {
+		d := idempotency.Decide(known.rec, k.Fingerprint, s.clock())
 		if d != idempotency.Recover {
-			return s.answerKnown(ctx, rec, d, m)
+			return s.answerKnown(ctx, known.rec, d, m)
 		}
 		recovering = true
-	case !errors.Is(err, ErrNotFound):
-		return idempotency.Answer{}, err
 	}
 	if p, ok := m.(Preparer); ok {
 		if err := p.Prepare(ctx, recovering); err != nil {
@@ -212,7 +239,7 @@ func (s *Service) reserve(ctx context.Context, k Key, m Mutation) (reserved, err
 
 func (s *Service) reserveTx(ctx context.Context, tx Tx, k Key, m Mutation) (reserved, error) {
 	at := Reserved{Now: s.clock(), PaymentID: k.PaymentID, AttemptID: s.newID("att")}
-	res := Reservation{Scope: k.Scope, Fingerprint: k.Fingerprint,
+	res := Reservation{Scope: k.Scope, Fingerprint: k.Fingerprint, BodyHash: k.BodyHash,
 		LeaseUntil: at.Now.Add(s.lease), PaymentID: k.PaymentID, AttemptID: at.AttemptID, Now: at.Now}
 	var (
 		keyID int64

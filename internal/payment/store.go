@@ -45,10 +45,12 @@ type Store interface {
 type Reservation struct {
 	Scope       idempotency.Scope
 	Fingerprint []byte
-	LeaseUntil  time.Time
-	PaymentID   string
-	AttemptID   string
-	Now         time.Time
+	// BodyHash: see Key.BodyHash; nil stores NULL.
+	BodyHash   []byte
+	LeaseUntil time.Time
+	PaymentID  string
+	AttemptID  string
+	Now        time.Time
 }
 
 // Tx is one database transaction. Row locks taken through it are held until

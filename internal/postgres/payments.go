@@ -89,7 +89,7 @@ func (t *paymentTx) IdempotencyKeyReserve(ctx context.Context, r payment.Reserva
 	t.endpointsAhead(r.Scope.AccountID)
 	row, err := t.q.IdempotencyKeyReserve(ctx, dbsqlc.IdempotencyKeyReserveParams{
 		AccountID: r.Scope.AccountID, Operation: r.Scope.Operation, KeyHash: r.Scope.KeyHash,
-		Fingerprint: r.Fingerprint, LeaseExpiresAt: &r.LeaseUntil,
+		Fingerprint: r.Fingerprint, BodyHash: r.BodyHash, LeaseExpiresAt: &r.LeaseUntil,
 		PaymentID: strPtr(r.PaymentID), AttemptID: strPtr(r.AttemptID), Now: r.Now,
 	})
 	t.arrived()
@@ -329,7 +329,7 @@ func keyFromRow(r dbsqlc.IdempotencyKey) idempotency.Record {
 	rec := idempotency.Record{
 		ID:          r.ID,
 		Scope:       idempotency.Scope{AccountID: r.AccountID, Operation: r.Operation, KeyHash: r.KeyHash},
-		Fingerprint: r.Fingerprint, State: idempotency.State(r.State), LeaseExpiresAt: r.LeaseExpiresAt,
+		Fingerprint: r.Fingerprint, BodyHash: r.BodyHash, State: idempotency.State(r.State), LeaseExpiresAt: r.LeaseExpiresAt,
 		ResponseBody: r.ResponseBody, PaymentID: deref(r.PaymentID), AttemptID: deref(r.AttemptID),
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, Purged: r.PurgedAt != nil,
 	}

@@ -10,9 +10,9 @@ FOR UPDATE;
 -- Concurrent inserts of one scope wait on the unique index for the first
 -- transaction; the losers get no row and fall back to reading the winner's.
 -- name: IdempotencyKeyReserve :one
-INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, state, lease_expires_at,
+INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, body_hash, state, lease_expires_at,
                               payment_id, attempt_id, created_at, updated_at)
-VALUES (@account_id, @operation, @key_hash, @fingerprint, 'in_progress', @lease_expires_at,
+VALUES (@account_id, @operation, @key_hash, @fingerprint, @body_hash, 'in_progress', @lease_expires_at,
         @payment_id, @attempt_id, @now, @now)
 ON CONFLICT (account_id, operation, key_hash) DO NOTHING
 RETURNING *;

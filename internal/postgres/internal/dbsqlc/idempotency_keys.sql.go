@@ -49,7 +49,7 @@ func (q *Queries) IdempotencyKeyDetachAttempt(ctx context.Context, id int64) err
 }
 
 const idempotencyKeyGet = `-- name: IdempotencyKeyGet :one
-SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind FROM idempotency_keys
+SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind, body_hash FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key_hash = $3
 `
 
@@ -79,12 +79,13 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetPa
 		&i.CompletedAt,
 		&i.PurgedAt,
 		&i.ResponseKind,
+		&i.BodyHash,
 	)
 	return i, err
 }
 
 const idempotencyKeyGetByAttemptForUpdate = `-- name: IdempotencyKeyGetByAttemptForUpdate :one
-SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind FROM idempotency_keys WHERE attempt_id = $1 FOR UPDATE
+SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind, body_hash FROM idempotency_keys WHERE attempt_id = $1 FOR UPDATE
 `
 
 func (q *Queries) IdempotencyKeyGetByAttemptForUpdate(ctx context.Context, attemptID *string) (IdempotencyKey, error) {
@@ -107,12 +108,13 @@ func (q *Queries) IdempotencyKeyGetByAttemptForUpdate(ctx context.Context, attem
 		&i.CompletedAt,
 		&i.PurgedAt,
 		&i.ResponseKind,
+		&i.BodyHash,
 	)
 	return i, err
 }
 
 const idempotencyKeyGetForUpdate = `-- name: IdempotencyKeyGetForUpdate :one
-SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind FROM idempotency_keys
+SELECT id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind, body_hash FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key_hash = $3
 FOR UPDATE
 `
@@ -143,6 +145,7 @@ func (q *Queries) IdempotencyKeyGetForUpdate(ctx context.Context, arg Idempotenc
 		&i.CompletedAt,
 		&i.PurgedAt,
 		&i.ResponseKind,
+		&i.BodyHash,
 	)
 	return i, err
 }
@@ -187,12 +190,12 @@ func (q *Queries) IdempotencyKeyMoveAttempt(ctx context.Context, arg Idempotency
 }
 
 const idempotencyKeyReserve = `-- name: IdempotencyKeyReserve :one
-INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, state, lease_expires_at,
+INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, body_hash, state, lease_expires_at,
                               payment_id, attempt_id, created_at, updated_at)
-VALUES ($1, $2, $3, $4, 'in_progress', $5,
-        $6, $7, $8, $8)
+VALUES ($1, $2, $3, $4, $5, 'in_progress', $6,
+        $7, $8, $9, $9)
 ON CONFLICT (account_id, operation, key_hash) DO NOTHING
-RETURNING id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind
+RETURNING id, account_id, operation, key_hash, fingerprint, state, lease_expires_at, response_status, response_body, payment_id, attempt_id, created_at, updated_at, completed_at, purged_at, response_kind, body_hash
 `
 
 type IdempotencyKeyReserveParams struct {
@@ -200,6 +203,7 @@ type IdempotencyKeyReserveParams struct {
 	Operation      string
 	KeyHash        []byte
 	Fingerprint    []byte
+	BodyHash       []byte
 	LeaseExpiresAt *time.Time
 	PaymentID      *string
 	AttemptID      *string
@@ -214,6 +218,7 @@ func (q *Queries) IdempotencyKeyReserve(ctx context.Context, arg IdempotencyKeyR
 		arg.Operation,
 		arg.KeyHash,
 		arg.Fingerprint,
+		arg.BodyHash,
 		arg.LeaseExpiresAt,
 		arg.PaymentID,
 		arg.AttemptID,
@@ -237,6 +242,7 @@ func (q *Queries) IdempotencyKeyReserve(ctx context.Context, arg IdempotencyKeyR
 		&i.CompletedAt,
 		&i.PurgedAt,
 		&i.ResponseKind,
+		&i.BodyHash,
 	)
 	return i, err
 }

@@ -190,6 +190,7 @@ type IdempotencyKey struct {
 	CompletedAt    *time.Time
 	PurgedAt       *time.Time
 	ResponseKind   *string
+	BodyHash       []byte
 }
 
 type Payment struct {
