@@ -113,20 +113,21 @@ func (c *creating) Start(ctx context.Context, tx Tx, at Reserved) (Started, erro
 			Methods: req.PaymentMethods},
 		Status: StatusProcessing, Provider: c.firstProvider(), CreatedAt: at.Now, UpdatedAt: at.Now,
 	}
+	a, err := s.newAuthorizeAttempt(p, at.AttemptID, n, at.Now)
+	if err != nil {
+		return Started{}, err
+	}
 	// The partial unique index on live payments refuses a second live
 	// payment for the order, even from another key.
-	if err := tx.PaymentInsert(ctx, p); err != nil {
+	if err := tx.PaymentInsertWithAttempt(ctx, p, a); err != nil {
 		return Started{}, err
 	}
 	if n > 1 {
-		// An earlier payment's intent may still be payable.
+		// An earlier payment's intent may still be payable: the check
+		// fails the transaction, which rolls the inserts back.
 		if err := CheckOrderHeld(ctx, tx, c.acct.ID, req.OrderID, CodeOrderHasActivePayment); err != nil {
 			return Started{}, err
 		}
-	}
-	a, err := s.InsertAuthorizeAttempt(ctx, tx, p, at.AttemptID, n, at.Now)
-	if err != nil {
-		return Started{}, err
 	}
 	return Send(p, a), s.Write(ctx, tx, Change{Payment: p, Audit: AuditEntry{Actor: "api", Action: "payment.created", Details: map[string]any{"attempt_id": a.ID, "provider_key": a.ProviderKey}}})
 }

@@ -84,6 +84,9 @@ type Tx interface {
 
 	AttemptNextNumber(ctx context.Context, accountID, orderID string, op Operation) (int, error)
 	PaymentInsert(ctx context.Context, p *Payment) error
+	// PaymentInsertWithAttempt is PaymentInsert and AttemptInsert of its
+	// first attempt, in one statement.
+	PaymentInsertWithAttempt(ctx context.Context, p *Payment, a *Attempt) error
 	// PaymentGetByIDForUpdate reads and locks a payment: every state change of one
 	// payment is serialized by this lock.
 	PaymentGetByIDForUpdate(ctx context.Context, accountID, id string) (*Payment, error)
@@ -98,6 +101,10 @@ type Tx interface {
 	AttemptGetByID(ctx context.Context, id string) (*Attempt, error)
 	AttemptSetLease(ctx context.Context, id string, until, now time.Time) error
 	AttemptUpdateOutcome(ctx context.Context, a *Attempt) error
+	// AttemptUpdateOutcomeWithPayment is AttemptUpdateOutcome then
+	// PaymentUpdateState, in one statement when the payment is locked in
+	// this transaction.
+	AttemptUpdateOutcomeWithPayment(ctx context.Context, a *Attempt, p *Payment) error
 	AttemptLatestByPayment(ctx context.Context, paymentID string, op Operation) (*Attempt, error)
 	// AttemptCountUnresolvedByPaymentOps counts the payment's attempts of these operations
 	// whose outcome is not known.
@@ -115,6 +122,8 @@ type Tx interface {
 
 	AuditInsert(ctx context.Context, e AuditEntry) error
 	EventInsert(ctx context.Context, e Event) error
+	// AuditEventInsert is AuditInsert then EventInsert, in one statement.
+	AuditEventInsert(ctx context.Context, a AuditEntry, e Event) error
 	// WebhooksEnqueue is the outbox of merchant webhooks: a delivery job per
 	// endpoint that takes the event, written in this transaction.
 	WebhooksEnqueue(ctx context.Context, e Event) error

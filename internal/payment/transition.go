@@ -107,7 +107,11 @@ func (s *Service) writeTransition(ctx context.Context, tx Tx, p *Payment, t Tran
 			return err
 		}
 	}
-	if err := tx.AttemptUpdateOutcome(ctx, &t.Attempt); err != nil {
+	if t.Payment != nil && !t.CloseWaiting {
+		if err := tx.AttemptUpdateOutcomeWithPayment(ctx, &t.Attempt, t.Payment); err != nil {
+			return err
+		}
+	} else if err := tx.AttemptUpdateOutcome(ctx, &t.Attempt); err != nil {
 		return err
 	}
 	if t.CloseWaiting {
@@ -122,8 +126,10 @@ func (s *Service) writeTransition(ctx context.Context, tx Tx, p *Payment, t Tran
 			return err
 		}
 	} else {
-		if err := tx.PaymentUpdateState(ctx, t.Payment); err != nil {
-			return err
+		if t.CloseWaiting {
+			if err := tx.PaymentUpdateState(ctx, t.Payment); err != nil {
+				return err
+			}
 		}
 		*p = *t.Payment
 		if t.Moved {
@@ -500,27 +506,38 @@ func (s *Service) Write(ctx context.Context, tx Tx, c Change) error {
 	}
 	audit.Details["to"] = string(p.Status)
 	audit.AccountID, audit.PaymentID, audit.At = p.AccountID, p.ID, p.UpdatedAt
-	if err := tx.AuditInsert(ctx, audit); err != nil {
-		return err
-	}
 	events := c.Events
 	if len(events) == 0 {
 		events = []string{""}
 	}
-	for _, ev := range events {
+	for i, ev := range events {
 		if ev == "" {
 			ev = "payment." + string(p.Status)
 		}
-		if err := s.emit(ctx, tx, p, ev); err != nil {
+		e, err := s.newEvent(p, ev)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			// The entry goes with the first event, in one statement.
+			err = tx.AuditEventInsert(ctx, audit, e)
+		} else {
+			err = tx.EventInsert(ctx, e)
+		}
+		if err != nil {
+			return err
+		}
+		// Merchant webhooks: enqueued with the event, so a rollback sends
+		// nothing and a commit loses nothing.
+		if err := tx.WebhooksEnqueue(ctx, e); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// emit writes one event with the payment's snapshot, in the caller's
-// transaction.
-func (s *Service) emit(ctx context.Context, tx Tx, p *Payment, eventType string) error {
+// newEvent is one event with the payment's snapshot.
+func (s *Service) newEvent(p *Payment, eventType string) (Event, error) {
 	ev := Event{ID: s.newID("evt"), AccountID: p.AccountID, PaymentID: p.ID, Type: eventType, CreatedAt: p.UpdatedAt}
 	payload, err := json.Marshal(struct {
 		ID        string   `json:"id"`
@@ -529,13 +546,8 @@ func (s *Service) emit(ctx context.Context, tx Tx, p *Payment, eventType string)
 		Payment   *Payment `json:"payment"`
 	}{ev.ID, ev.Type, FormatTime(ev.CreatedAt), p})
 	if err != nil {
-		return err
+		return Event{}, err
 	}
 	ev.Payload = payload
-	if err := tx.EventInsert(ctx, ev); err != nil {
-		return err
-	}
-	// Merchant webhooks: enqueued with the event, so a rollback sends
-	// nothing and a commit loses nothing.
-	return tx.WebhooksEnqueue(ctx, ev)
+	return ev, nil
 }

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
@@ -11,14 +13,10 @@ import (
 )
 
 // ahead holds the answers of reads sent ahead of their calls (see
-// readAhead). Each is used once, by the call it names, and only
-// while the transaction has queued nothing since it was read: then the
-// call would have read the same.
+// readAhead), or read with the statement before them. Each is used once, by
+// the call it names, and only while the transaction has queued nothing
+// since it was read: then the call would have read the same.
 type ahead struct {
-	next      *answer[int32]
-	nextOf    dbsqlc.AttemptNextNumberParams
-	lock      *answer[dbsqlc.Payment]
-	lockOf    dbsqlc.PaymentGetByIDForUpdateParams
 	attempt   *answer[dbsqlc.Attempt]
 	attemptOf string
 	// endpoints of the account, read with the transaction's first
@@ -50,36 +48,12 @@ func take[T any](a **answer[T], fresh, match bool) (*answer[T], bool) {
 // next statement, in this order and nothing in between: they are sent with
 // that statement, in one round trip, and the calls are answered from them.
 type reads struct {
-	// nextAttempt: AttemptNextNumber of an order's operation.
-	nextAttempt *dbsqlc.AttemptNextNumberParams
-	// lockPayment: PaymentGetByIDForUpdate of a payment.
-	lockPayment *dbsqlc.PaymentGetByIDForUpdateParams
 	// attempt: AttemptGetByID of this attempt id.
 	attempt string
 }
 
 // readAhead queues the reads r names to follow the next statement.
 func (t *paymentTx) readAhead(r reads) {
-	if n := r.nextAttempt; n != nil {
-		arg := *n
-		readAheadQuery(t, func(q *dbsqlc.Queries) error {
-			v, err := q.AttemptNextNumber(context.Background(), arg)
-			if !errors.Is(err, errRecorded) {
-				t.ahead.next, t.ahead.nextOf = &answer[int32]{v, err}, arg
-			}
-			return err
-		})
-	}
-	if p := r.lockPayment; p != nil {
-		arg := *p
-		readAheadQuery(t, func(q *dbsqlc.Queries) error {
-			v, err := q.PaymentGetByIDForUpdate(context.Background(), arg)
-			if !errors.Is(err, errRecorded) {
-				t.ahead.lock, t.ahead.lockOf = &answer[dbsqlc.Payment]{v, err}, arg
-			}
-			return err
-		})
-	}
 	if id := r.attempt; id != "" {
 		readAheadQuery(t, func(q *dbsqlc.Queries) error {
 			v, err := q.AttemptGetByID(context.Background(), id)
@@ -92,7 +66,8 @@ func (t *paymentTx) readAhead(r reads) {
 }
 
 // endpointsAhead reads the account's webhook endpoints with the next
-// statement, once per transaction.
+// statement, once per transaction, unless that statement's own row
+// carries them (endpointsRead).
 func (t *paymentTx) endpointsAhead(accountID string) {
 	if t.ahead.endpointsAccount != "" {
 		return
@@ -105,6 +80,24 @@ func (t *paymentTx) endpointsAhead(accountID string) {
 		}
 		return err
 	})
+}
+
+// endpointsRead keeps the account's endpoints a statement returned as a
+// JSON column, [{"id": …, "events": […]}], for the transaction's webhooks.
+func (t *paymentTx) endpointsRead(accountID string, b []byte) error {
+	var es []struct {
+		ID     string   `json:"id"`
+		Events []string `json:"events"`
+	}
+	if err := json.Unmarshal(b, &es); err != nil {
+		return fmt.Errorf("postgres: webhook endpoints: %w", err)
+	}
+	rows := make([]dbsqlc.WebhookEndpointsEnabledRow, len(es))
+	for i, e := range es {
+		rows[i] = dbsqlc.WebhookEndpointsEnabledRow{ID: e.ID, EnabledEvents: e.Events}
+	}
+	t.ahead.endpoints, t.ahead.endpointsAccount = &answer[[]dbsqlc.WebhookEndpointsEnabledRow]{v: rows}, accountID
+	return nil
 }
 
 // matching is WebhookEndpointsMatching from the endpoints read ahead; false

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +15,35 @@ import (
 // and cost tests use it to hold the money path to its budget.
 type Counter struct {
 	txs, statements, roundTrips atomic.Int64
+
+	mu    sync.Mutex
+	names []string
+}
+
+// Names returns the statements run since the last call, each by its sqlc
+// name ("-- name: X") or, without one, its first words; "BEGIN" and
+// "COMMIT" are listed too, so a cost test can name every statement.
+func (c *Counter) Names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.names
+	c.names = nil
+	return n
+}
+
+// statementName is a statement's sqlc name or its first three words.
+func statementName(sql string) string {
+	sql = strings.TrimSpace(sql)
+	if rest, ok := strings.CutPrefix(sql, "-- name: "); ok {
+		if f := strings.Fields(rest); len(f) > 0 {
+			return f[0]
+		}
+	}
+	f := strings.Fields(sql)
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	return strings.Join(f, " ")
 }
 
 // Counts returns transactions begun and statements other than
@@ -24,6 +54,9 @@ func (c *Counter) Counts() (txs, statements int64) { return c.txs.Load(), c.stat
 func (c *Counter) RoundTrips() int64 { return c.roundTrips.Load() }
 
 func (c *Counter) statement(sql string) {
+	c.mu.Lock()
+	c.names = append(c.names, statementName(sql))
+	c.mu.Unlock()
 	switch sql := strings.ToLower(strings.TrimSpace(sql)); {
 	case strings.HasPrefix(sql, "begin"):
 		c.txs.Add(1)

@@ -99,23 +99,45 @@ func (t *paymentTx) IdempotencyKeyReserve(ctx context.Context, r payment.Reserva
 	return row.ID, err == nil, translate(err)
 }
 
+// IdempotencyKeyReserveNumbered reserves the key and reads the order's
+// next attempt number and the account's webhook endpoints in the same
+// statement. When the key exists, the statement returns no row and reads
+// nothing: the caller takes over the existing key instead.
 func (t *paymentTx) IdempotencyKeyReserveNumbered(ctx context.Context, r payment.Reservation, orderID string, op payment.Operation) (int64, bool, int, error) {
-	t.readAhead(reads{nextAttempt: &dbsqlc.AttemptNextNumberParams{AccountID: r.Scope.AccountID, OrderID: orderID, Operation: string(op)}})
-	id, ok, err := t.IdempotencyKeyReserve(ctx, r)
-	if err != nil || !ok {
-		return id, ok, 0, err
+	row, err := t.q.IdempotencyKeyReserveNumbered(ctx, dbsqlc.IdempotencyKeyReserveNumberedParams{
+		AccountID: r.Scope.AccountID, Operation: r.Scope.Operation, KeyHash: r.Scope.KeyHash,
+		Fingerprint: r.Fingerprint, LeaseExpiresAt: &r.LeaseUntil,
+		PaymentID: strPtr(r.PaymentID), AttemptID: strPtr(r.AttemptID), Now: r.Now,
+		OrderID: orderID, AttemptOperation: string(op),
+	})
+	t.arrived()
+	if err == pgx.ErrNoRows {
+		return 0, false, 0, nil
 	}
-	n, err := t.AttemptNextNumber(ctx, r.Scope.AccountID, orderID, op)
-	return id, ok, n, err
+	if err != nil {
+		return 0, false, 0, translate(err)
+	}
+	return row.ID, true, int(row.NextAttempt), t.endpointsRead(r.Scope.AccountID, row.Endpoints)
 }
 
+// IdempotencyKeyGetForUpdateWithPayment locks the key and the payment in
+// one statement, which also reads the account's webhook endpoints; the
+// attempt is read by the next statement, in the same round trip, so that
+// it is read after the locks are held.
 func (t *paymentTx) IdempotencyKeyGetForUpdateWithPayment(ctx context.Context, sc idempotency.Scope, paymentID, attemptID string) (idempotency.Record, *payment.Payment, *payment.Attempt, error) {
-	t.readAhead(reads{lockPayment: &dbsqlc.PaymentGetByIDForUpdateParams{AccountID: sc.AccountID, ID: paymentID}, attempt: attemptID})
-	rec, err := t.IdempotencyKeyGetForUpdate(ctx, sc)
+	t.readAhead(reads{attempt: attemptID})
+	row, err := t.q.IdempotencyKeyGetForUpdateWithPayment(ctx, dbsqlc.IdempotencyKeyGetForUpdateWithPaymentParams{
+		AccountID: sc.AccountID, Operation: sc.Operation, KeyHash: sc.KeyHash, PaymentID: paymentID})
+	t.arrived()
 	if err != nil {
+		return idempotency.Record{}, nil, nil, translate(err)
+	}
+	rec := keyFromRow(row.IdempotencyKey)
+	if err := t.endpointsRead(sc.AccountID, row.Endpoints); err != nil {
 		return rec, nil, nil, err
 	}
-	p, err := t.PaymentGetByIDForUpdate(ctx, sc.AccountID, paymentID)
+	t.lockedAt(row.Payment.ID, row.Payment.Version)
+	p, err := paymentFromRow(row.Payment)
 	if err != nil {
 		return rec, nil, nil, err
 	}
@@ -163,45 +185,58 @@ func (t *paymentTx) IdempotencyKeyDetachAttempt(ctx context.Context, id int64) e
 }
 
 func (t *paymentTx) AttemptNextNumber(ctx context.Context, accountID, orderID string, op payment.Operation) (int, error) {
-	arg := dbsqlc.AttemptNextNumberParams{AccountID: accountID, OrderID: orderID, Operation: string(op)}
-	if a, ok := take(&t.ahead.next, t.fresh(), t.ahead.nextOf == arg); ok {
-		return int(a.v), translate(a.err)
-	}
-	n, err := t.q.AttemptNextNumber(ctx, arg)
+	n, err := t.q.AttemptNextNumber(ctx, dbsqlc.AttemptNextNumberParams{AccountID: accountID, OrderID: orderID, Operation: string(op)})
 	return int(n), translate(err)
 }
 
 func (t *paymentTx) PaymentInsert(ctx context.Context, p *payment.Payment) error {
+	arg, err := paymentInsertParams(p)
+	if err != nil {
+		return err
+	}
+	return translate(t.q.PaymentInsert(ctx, arg))
+}
+
+// PaymentInsertWithAttempt writes a new payment and its first attempt in
+// one statement.
+func (t *paymentTx) PaymentInsertWithAttempt(ctx context.Context, p *payment.Payment, a *payment.Attempt) error {
+	pa, err := paymentInsertParams(p)
+	if err != nil {
+		return err
+	}
+	aa := attemptInsertParams(a)
+	return translate(t.q.PaymentInsertWithAttempt(ctx, dbsqlc.PaymentInsertWithAttemptParams{
+		ID: pa.ID, AccountID: pa.AccountID, OrderID: pa.OrderID, Attempt: pa.Attempt,
+		Amount: pa.Amount, Currency: pa.Currency, CaptureMethod: pa.CaptureMethod,
+		PaymentMethod: pa.PaymentMethod, CustomerID: pa.CustomerID, Description: pa.Description,
+		Metadata: pa.Metadata, MethodOptions: pa.MethodOptions, Status: pa.Status, Provider: pa.Provider, Now: pa.Now,
+		AttemptID: aa.ID, AttemptAccountID: aa.AccountID, AttemptPaymentID: aa.PaymentID, AttemptOrderID: aa.OrderID,
+		Operation: aa.Operation, Number: aa.Number, ProviderKey: aa.ProviderKey, Request: aa.Request,
+		LeaseExpiresAt: aa.LeaseExpiresAt, AttemptProvider: aa.Provider, AttemptNow: aa.Now,
+	}))
+}
+
+func paymentInsertParams(p *payment.Payment) (dbsqlc.PaymentInsertParams, error) {
 	// The payment reads back as stored: "" is Stripe.
 	p.Provider = payment.ProviderOf(p.Provider)
 	md, err := json.Marshal(nonNil(p.Metadata))
 	if err != nil {
-		return err
+		return dbsqlc.PaymentInsertParams{}, err
 	}
 	opts, err := json.Marshal(p.Options)
 	if err != nil {
-		return err
+		return dbsqlc.PaymentInsertParams{}, err
 	}
-	err = t.q.PaymentInsert(ctx, dbsqlc.PaymentInsertParams{
+	return dbsqlc.PaymentInsertParams{
 		ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Attempt: int32(p.Attempt),
 		Amount: p.Amount, Currency: p.Currency, CaptureMethod: p.CaptureMethod,
 		PaymentMethod: p.PaymentMethod, CustomerID: p.CustomerID, Description: p.Description,
 		Metadata: md, MethodOptions: opts, Status: string(p.Status), Provider: p.Provider, Now: p.CreatedAt,
-	})
-	return translate(err)
+	}, nil
 }
 
 func (t *paymentTx) PaymentGetByIDForUpdate(ctx context.Context, accountID, id string) (*payment.Payment, error) {
-	arg := dbsqlc.PaymentGetByIDForUpdateParams{AccountID: accountID, ID: id}
-	var (
-		row dbsqlc.Payment
-		err error
-	)
-	if a, ok := take(&t.ahead.lock, t.fresh(), t.ahead.lockOf == arg); ok {
-		row, err = a.v, a.err
-	} else {
-		row, err = t.q.PaymentGetByIDForUpdate(ctx, arg)
-	}
+	row, err := t.q.PaymentGetByIDForUpdate(ctx, dbsqlc.PaymentGetByIDForUpdateParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -209,21 +244,60 @@ func (t *paymentTx) PaymentGetByIDForUpdate(ctx context.Context, accountID, id s
 	return paymentFromRow(row)
 }
 
-func (t *paymentTx) PaymentUpdateState(ctx context.Context, p *payment.Payment) error {
+func paymentUpdateParams(p *payment.Payment) (dbsqlc.PaymentUpdateStateParams, error) {
 	var next []byte
 	if p.NextAction != nil {
 		b, err := json.Marshal(p.NextAction)
 		if err != nil {
-			return err
+			return dbsqlc.PaymentUpdateStateParams{}, err
 		}
 		next = b
 	}
-	arg := dbsqlc.PaymentUpdateStateParams{
+	return dbsqlc.PaymentUpdateStateParams{
 		ID: p.ID, Status: string(p.Status), Attempt: int32(p.Attempt),
 		ProviderPaymentID: strPtr(p.ProviderPaymentID), AmountCaptured: p.AmountCaptured,
 		AmountRefunded: p.AmountRefunded, ProviderAmountRefunded: p.ProviderAmountRefunded, FailureCode: strPtr(p.FailureCode),
 		FailureMessage: strPtr(p.FailureMessage), NextAction: next, ClientSecret: strPtr(p.ClientSecret),
 		ActionExpiresAt: p.ActionExpiresAt, Now: p.UpdatedAt,
+	}, nil
+}
+
+// AttemptUpdateOutcomeWithPayment writes an attempt's outcome and its
+// payment's next state: in one statement when this transaction holds the
+// payment locked at its version, else as the two updates.
+func (t *paymentTx) AttemptUpdateOutcomeWithPayment(ctx context.Context, a *payment.Attempt, p *payment.Payment) error {
+	v, ok := t.locked[p.ID]
+	if !ok || v != p.Version {
+		if err := t.AttemptUpdateOutcome(ctx, a); err != nil {
+			return err
+		}
+		return t.PaymentUpdateState(ctx, p)
+	}
+	pa, err := paymentUpdateParams(p)
+	if err != nil {
+		return err
+	}
+	err = t.q.AttemptUpdateOutcomeWithPayment(ctx, dbsqlc.AttemptUpdateOutcomeWithPaymentParams{
+		ID: pa.ID, Status: pa.Status, Attempt: pa.Attempt, ProviderPaymentID: pa.ProviderPaymentID,
+		AmountCaptured: pa.AmountCaptured, AmountRefunded: pa.AmountRefunded, ProviderAmountRefunded: pa.ProviderAmountRefunded,
+		FailureCode: pa.FailureCode, FailureMessage: pa.FailureMessage, NextAction: pa.NextAction,
+		ClientSecret: pa.ClientSecret, ActionExpiresAt: pa.ActionExpiresAt, Now: pa.Now,
+		AttemptID: a.ID, AttemptStatus: string(a.Status), ProviderObjectID: strPtr(a.ProviderObjectID),
+		AttemptFailureCode: strPtr(a.FailureCode), AttemptFailureMessage: strPtr(a.FailureMessage),
+		AttemptNow: a.UpdatedAt, NextReconcileAt: a.NextReconcileAt,
+	})
+	if err != nil {
+		return translate(err)
+	}
+	p.Version = v + 1
+	t.locked[p.ID] = p.Version
+	return nil
+}
+
+func (t *paymentTx) PaymentUpdateState(ctx context.Context, p *payment.Payment) error {
+	arg, err := paymentUpdateParams(p)
+	if err != nil {
+		return err
 	}
 	if v, ok := t.locked[p.ID]; ok && v == p.Version {
 		// Locked here at this version: the next is known, and the update
@@ -263,13 +337,16 @@ func (t *paymentTx) PaymentSetDisputes(ctx context.Context, p *payment.Payment) 
 }
 
 func (t *paymentTx) AttemptInsert(ctx context.Context, a *payment.Attempt) error {
+	return translate(t.q.AttemptInsert(ctx, attemptInsertParams(a)))
+}
+
+func attemptInsertParams(a *payment.Attempt) dbsqlc.AttemptInsertParams {
 	a.Provider = payment.ProviderOf(a.Provider)
-	err := t.q.AttemptInsert(ctx, dbsqlc.AttemptInsertParams{
+	return dbsqlc.AttemptInsertParams{
 		ID: a.ID, AccountID: a.AccountID, PaymentID: a.PaymentID, OrderID: a.OrderID,
 		Operation: string(a.Operation), Number: int32(a.Number), ProviderKey: a.ProviderKey,
 		Request: a.Request, LeaseExpiresAt: a.LeaseExpiresAt, Provider: a.Provider, Now: a.CreatedAt,
-	})
-	return translate(err)
+	}
 }
 
 func (t *paymentTx) AttemptGetByID(ctx context.Context, id string) (*payment.Attempt, error) {
@@ -308,6 +385,20 @@ func (t *paymentTx) AuditInsert(ctx context.Context, e payment.AuditEntry) error
 	return translate(t.q.AuditInsert(ctx, dbsqlc.AuditInsertParams{
 		AccountID: e.AccountID, PaymentID: e.PaymentID, At: e.At, Actor: e.Actor,
 		Action: e.Action, Reason: e.Reason, Details: details}))
+}
+
+// AuditEventInsert writes the audit entry and the event of one change in
+// one statement.
+func (t *paymentTx) AuditEventInsert(ctx context.Context, e payment.AuditEntry, ev payment.Event) error {
+	details, err := json.Marshal(e.Details)
+	if err != nil {
+		return err
+	}
+	return translate(t.q.AuditEventInsert(ctx, dbsqlc.AuditEventInsertParams{
+		AccountID: e.AccountID, PaymentID: e.PaymentID, At: e.At, Actor: e.Actor,
+		Action: e.Action, Reason: e.Reason, Details: details,
+		EventID: ev.ID, EventAccountID: ev.AccountID, EventPaymentID: strPtr(ev.PaymentID), Type: ev.Type,
+		Payload: ev.Payload, CreatedAt: ev.CreatedAt}))
 }
 
 func (t *paymentTx) EventInsert(ctx context.Context, e payment.Event) error {

@@ -56,3 +56,12 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) f ON true
 WHERE u.n > 0;
+
+-- An audit entry and the event of one change, in one statement.
+-- name: AuditEventInsert :exec
+WITH audit AS (
+    INSERT INTO audit_log (account_id, payment_id, at, actor, action, reason, details)
+    VALUES (@account_id, @payment_id, @at, @actor, @action, @reason, @details)
+)
+INSERT INTO events (id, account_id, payment_id, type, payload, created_at)
+VALUES (@event_id, @event_account_id, @event_payment_id, @type, @payload, @created_at);

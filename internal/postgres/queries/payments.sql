@@ -111,3 +111,39 @@ RETURNING version;
 -- name: PaymentMoveProvider :exec
 UPDATE payments SET provider = @provider, attempt = @attempt, updated_at = @now, version = version + 1
 WHERE id = @id;
+
+-- A new payment with its first attempt, in one statement: the foreign key
+-- of the attempt is checked at the statement's end, after both inserts.
+-- name: PaymentInsertWithAttempt :exec
+WITH p AS (
+    INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
+                          customer_id, description, metadata, method_options, status, provider, created_at, updated_at)
+    VALUES (@id, @account_id, @order_id, @attempt, @amount, @currency, @capture_method, @payment_method,
+            @customer_id, @description, @metadata, @method_options, @status, @provider, @now, @now)
+)
+INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
+                      request, lease_expires_at, provider, created_at, updated_at)
+VALUES (@attempt_id, @attempt_account_id, @attempt_payment_id, @attempt_order_id, @operation, @number, @provider_key,
+        'processing', @request, @lease_expires_at, @attempt_provider, @attempt_now, @attempt_now);
+
+-- AttemptUpdateOutcome and PaymentUpdateStateLocked of one outcome, in one
+-- statement.
+-- name: AttemptUpdateOutcomeWithPayment :exec
+WITH a AS (
+    UPDATE attempts
+    SET status = @attempt_status::text,
+        provider_object_id = COALESCE(sqlc.narg(provider_object_id)::text, attempts.provider_object_id),
+        failure_code = sqlc.narg(attempt_failure_code)::text, failure_message = sqlc.narg(attempt_failure_message)::text,
+        lease_expires_at = NULL, updated_at = @attempt_now::timestamptz,
+        reconcile_tries = CASE WHEN attempts.status <> 'waiting' AND @attempt_status::text = 'waiting' THEN 0 ELSE attempts.reconcile_tries END,
+        next_reconcile_at = CASE WHEN @attempt_status::text = 'waiting' THEN sqlc.narg(next_reconcile_at)::timestamptz ELSE attempts.next_reconcile_at END
+    WHERE attempts.id = @attempt_id
+)
+UPDATE payments
+SET status = @status, attempt = @attempt, provider_payment_id = @provider_payment_id,
+    amount_captured = @amount_captured, amount_refunded = @amount_refunded,
+    provider_amount_refunded = @provider_amount_refunded,
+    failure_code = @failure_code, failure_message = @failure_message,
+    next_action = @next_action, client_secret = @client_secret, action_expires_at = @action_expires_at,
+    updated_at = @now, version = version + 1
+WHERE payments.id = @id;

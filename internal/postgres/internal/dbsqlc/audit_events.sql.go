@@ -26,6 +26,51 @@ func (q *Queries) AccountFeedCursorAdvance(ctx context.Context, arg AccountFeedC
 	return err
 }
 
+const auditEventInsert = `-- name: AuditEventInsert :exec
+WITH audit AS (
+    INSERT INTO audit_log (account_id, payment_id, at, actor, action, reason, details)
+    VALUES ($7, $8, $9, $10, $11, $12, $13)
+)
+INSERT INTO events (id, account_id, payment_id, type, payload, created_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+`
+
+type AuditEventInsertParams struct {
+	EventID        string
+	EventAccountID string
+	EventPaymentID *string
+	Type           string
+	Payload        []byte
+	CreatedAt      time.Time
+	AccountID      string
+	PaymentID      string
+	At             time.Time
+	Actor          string
+	Action         string
+	Reason         string
+	Details        []byte
+}
+
+// An audit entry and the event of one change, in one statement.
+func (q *Queries) AuditEventInsert(ctx context.Context, arg AuditEventInsertParams) error {
+	_, err := q.db.Exec(ctx, auditEventInsert,
+		arg.EventID,
+		arg.EventAccountID,
+		arg.EventPaymentID,
+		arg.Type,
+		arg.Payload,
+		arg.CreatedAt,
+		arg.AccountID,
+		arg.PaymentID,
+		arg.At,
+		arg.Actor,
+		arg.Action,
+		arg.Reason,
+		arg.Details,
+	)
+	return err
+}
+
 const auditInsert = `-- name: AuditInsert :exec
 INSERT INTO audit_log (account_id, payment_id, at, actor, action, reason, details)
 VALUES ($1, $2, $3, $4, $5, $6, $7)

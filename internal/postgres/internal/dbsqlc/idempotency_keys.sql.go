@@ -150,6 +150,92 @@ func (q *Queries) IdempotencyKeyGetForUpdate(ctx context.Context, arg Idempotenc
 	return i, err
 }
 
+const idempotencyKeyGetForUpdateWithPayment = `-- name: IdempotencyKeyGetForUpdateWithPayment :one
+SELECT k.id, k.account_id, k.operation, k.key_hash, k.fingerprint, k.state, k.lease_expires_at, k.response_status, k.response_body, k.payment_id, k.attempt_id, k.created_at, k.updated_at, k.completed_at, k.purged_at, k.response_kind, p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded, p.method_options, p.next_action, p.client_secret, p.action_expires_at, p.disputes, p.version,
+    (SELECT COALESCE(json_agg(json_build_object('id', e.id, 'events', e.enabled_events) ORDER BY e.id), '[]')
+     FROM webhook_endpoints e
+     WHERE e.account_id = $1 AND e.status = 'enabled' AND e.deleted_at IS NULL)::json AS endpoints
+FROM idempotency_keys k
+JOIN payments p ON p.account_id = k.account_id AND p.id = $2
+WHERE k.account_id = $1 AND k.operation = $3 AND k.key_hash = $4
+FOR UPDATE OF k, p
+`
+
+type IdempotencyKeyGetForUpdateWithPaymentParams struct {
+	AccountID string
+	PaymentID string
+	Operation string
+	KeyHash   []byte
+}
+
+type IdempotencyKeyGetForUpdateWithPaymentRow struct {
+	IdempotencyKey IdempotencyKey
+	Payment        Payment
+	Endpoints      []byte
+}
+
+// What recording a provider's answer locks, in the order every path
+// locks: the key, then the payment; with the account's enabled webhook
+// endpoints as IdempotencyKeyReserveNumbered reads them. The attempt is
+// not read here: a row not locked by this statement would come from its
+// snapshot, taken before any wait for the locks.
+func (q *Queries) IdempotencyKeyGetForUpdateWithPayment(ctx context.Context, arg IdempotencyKeyGetForUpdateWithPaymentParams) (IdempotencyKeyGetForUpdateWithPaymentRow, error) {
+	row := q.db.QueryRow(ctx, idempotencyKeyGetForUpdateWithPayment,
+		arg.AccountID,
+		arg.PaymentID,
+		arg.Operation,
+		arg.KeyHash,
+	)
+	var i IdempotencyKeyGetForUpdateWithPaymentRow
+	err := row.Scan(
+		&i.IdempotencyKey.ID,
+		&i.IdempotencyKey.AccountID,
+		&i.IdempotencyKey.Operation,
+		&i.IdempotencyKey.KeyHash,
+		&i.IdempotencyKey.Fingerprint,
+		&i.IdempotencyKey.State,
+		&i.IdempotencyKey.LeaseExpiresAt,
+		&i.IdempotencyKey.ResponseStatus,
+		&i.IdempotencyKey.ResponseBody,
+		&i.IdempotencyKey.PaymentID,
+		&i.IdempotencyKey.AttemptID,
+		&i.IdempotencyKey.CreatedAt,
+		&i.IdempotencyKey.UpdatedAt,
+		&i.IdempotencyKey.CompletedAt,
+		&i.IdempotencyKey.PurgedAt,
+		&i.IdempotencyKey.ResponseKind,
+		&i.Payment.ID,
+		&i.Payment.AccountID,
+		&i.Payment.OrderID,
+		&i.Payment.Attempt,
+		&i.Payment.Amount,
+		&i.Payment.Currency,
+		&i.Payment.CaptureMethod,
+		&i.Payment.PaymentMethod,
+		&i.Payment.CustomerID,
+		&i.Payment.Description,
+		&i.Payment.Metadata,
+		&i.Payment.Status,
+		&i.Payment.Provider,
+		&i.Payment.ProviderPaymentID,
+		&i.Payment.AmountCaptured,
+		&i.Payment.AmountRefunded,
+		&i.Payment.FailureCode,
+		&i.Payment.FailureMessage,
+		&i.Payment.CreatedAt,
+		&i.Payment.UpdatedAt,
+		&i.Payment.ProviderAmountRefunded,
+		&i.Payment.MethodOptions,
+		&i.Payment.NextAction,
+		&i.Payment.ClientSecret,
+		&i.Payment.ActionExpiresAt,
+		&i.Payment.Disputes,
+		&i.Payment.Version,
+		&i.Endpoints,
+	)
+	return i, err
+}
+
 const idempotencyKeyMarkUnknown = `-- name: IdempotencyKeyMarkUnknown :exec
 UPDATE idempotency_keys
 SET state = 'unknown', lease_expires_at = NULL, updated_at = $1
@@ -244,6 +330,62 @@ func (q *Queries) IdempotencyKeyReserve(ctx context.Context, arg IdempotencyKeyR
 		&i.ResponseKind,
 		&i.BodyHash,
 	)
+	return i, err
+}
+
+const idempotencyKeyReserveNumbered = `-- name: IdempotencyKeyReserveNumbered :one
+INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, state, lease_expires_at,
+                              payment_id, attempt_id, created_at, updated_at)
+VALUES ($1, $2, $3, $4, 'in_progress', $5,
+        $6, $7, $8, $8)
+ON CONFLICT (account_id, operation, key_hash) DO NOTHING
+RETURNING id,
+    (SELECT (COALESCE(MAX(a.number), 0) + 1)::integer FROM attempts a
+     WHERE a.account_id = $1 AND a.order_id = $9 AND a.operation = $10)::integer AS next_attempt,
+    (SELECT COALESCE(json_agg(json_build_object('id', e.id, 'events', e.enabled_events) ORDER BY e.id), '[]')
+     FROM webhook_endpoints e
+     WHERE e.account_id = $1 AND e.status = 'enabled' AND e.deleted_at IS NULL)::json AS endpoints
+`
+
+type IdempotencyKeyReserveNumberedParams struct {
+	AccountID        string
+	Operation        string
+	KeyHash          []byte
+	Fingerprint      []byte
+	LeaseExpiresAt   *time.Time
+	PaymentID        *string
+	AttemptID        *string
+	Now              time.Time
+	OrderID          string
+	AttemptOperation string
+}
+
+type IdempotencyKeyReserveNumberedRow struct {
+	ID          int64
+	NextAttempt int32
+	Endpoints   []byte
+}
+
+// IdempotencyKeyReserve of a numbered mutation (a create), answering in
+// the same statement what its transaction reads next: the order's next
+// attempt number of the operation and the account's enabled webhook
+// endpoints (WebhookEndpointsEnabled as JSON), both as of this
+// statement's snapshot. No row when the scope already has a key.
+func (q *Queries) IdempotencyKeyReserveNumbered(ctx context.Context, arg IdempotencyKeyReserveNumberedParams) (IdempotencyKeyReserveNumberedRow, error) {
+	row := q.db.QueryRow(ctx, idempotencyKeyReserveNumbered,
+		arg.AccountID,
+		arg.Operation,
+		arg.KeyHash,
+		arg.Fingerprint,
+		arg.LeaseExpiresAt,
+		arg.PaymentID,
+		arg.AttemptID,
+		arg.Now,
+		arg.OrderID,
+		arg.AttemptOperation,
+	)
+	var i IdempotencyKeyReserveNumberedRow
+	err := row.Scan(&i.ID, &i.NextAttempt, &i.Endpoints)
 	return i, err
 }
 

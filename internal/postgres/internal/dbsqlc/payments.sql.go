@@ -10,6 +10,78 @@ import (
 	"time"
 )
 
+const attemptUpdateOutcomeWithPayment = `-- name: AttemptUpdateOutcomeWithPayment :exec
+WITH a AS (
+    UPDATE attempts
+    SET status = $14::text,
+        provider_object_id = COALESCE($15::text, attempts.provider_object_id),
+        failure_code = $16::text, failure_message = $17::text,
+        lease_expires_at = NULL, updated_at = $18::timestamptz,
+        reconcile_tries = CASE WHEN attempts.status <> 'waiting' AND $14::text = 'waiting' THEN 0 ELSE attempts.reconcile_tries END,
+        next_reconcile_at = CASE WHEN $14::text = 'waiting' THEN $19::timestamptz ELSE attempts.next_reconcile_at END
+    WHERE attempts.id = $20
+)
+UPDATE payments
+SET status = $1, attempt = $2, provider_payment_id = $3,
+    amount_captured = $4, amount_refunded = $5,
+    provider_amount_refunded = $6,
+    failure_code = $7, failure_message = $8,
+    next_action = $9, client_secret = $10, action_expires_at = $11,
+    updated_at = $12, version = version + 1
+WHERE payments.id = $13
+`
+
+type AttemptUpdateOutcomeWithPaymentParams struct {
+	Status                 string
+	Attempt                int32
+	ProviderPaymentID      *string
+	AmountCaptured         int64
+	AmountRefunded         int64
+	ProviderAmountRefunded int64
+	FailureCode            *string
+	FailureMessage         *string
+	NextAction             []byte
+	ClientSecret           *string
+	ActionExpiresAt        *time.Time
+	Now                    time.Time
+	ID                     string
+	AttemptStatus          string
+	ProviderObjectID       *string
+	AttemptFailureCode     *string
+	AttemptFailureMessage  *string
+	AttemptNow             time.Time
+	NextReconcileAt        *time.Time
+	AttemptID              string
+}
+
+// AttemptUpdateOutcome and PaymentUpdateStateLocked of one outcome, in one
+// statement.
+func (q *Queries) AttemptUpdateOutcomeWithPayment(ctx context.Context, arg AttemptUpdateOutcomeWithPaymentParams) error {
+	_, err := q.db.Exec(ctx, attemptUpdateOutcomeWithPayment,
+		arg.Status,
+		arg.Attempt,
+		arg.ProviderPaymentID,
+		arg.AmountCaptured,
+		arg.AmountRefunded,
+		arg.ProviderAmountRefunded,
+		arg.FailureCode,
+		arg.FailureMessage,
+		arg.NextAction,
+		arg.ClientSecret,
+		arg.ActionExpiresAt,
+		arg.Now,
+		arg.ID,
+		arg.AttemptStatus,
+		arg.ProviderObjectID,
+		arg.AttemptFailureCode,
+		arg.AttemptFailureMessage,
+		arg.AttemptNow,
+		arg.NextReconcileAt,
+		arg.AttemptID,
+	)
+	return err
+}
+
 const paymentCountByStatus = `-- name: PaymentCountByStatus :many
 SELECT t.status::text AS status_text, sum(t.n)::bigint AS n FROM (
     SELECT c.status, c.n FROM payment_status_counts c
@@ -295,6 +367,82 @@ type PaymentInsertParams struct {
 
 func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) error {
 	_, err := q.db.Exec(ctx, paymentInsert,
+		arg.ID,
+		arg.AccountID,
+		arg.OrderID,
+		arg.Attempt,
+		arg.Amount,
+		arg.Currency,
+		arg.CaptureMethod,
+		arg.PaymentMethod,
+		arg.CustomerID,
+		arg.Description,
+		arg.Metadata,
+		arg.MethodOptions,
+		arg.Status,
+		arg.Provider,
+		arg.Now,
+	)
+	return err
+}
+
+const paymentInsertWithAttempt = `-- name: PaymentInsertWithAttempt :exec
+WITH p AS (
+    INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
+                          customer_id, description, metadata, method_options, status, provider, created_at, updated_at)
+    VALUES ($12, $13, $14, $15, $16, $17, $18, $19,
+            $20, $21, $22, $23, $24, $25, $26, $26)
+)
+INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
+                      request, lease_expires_at, provider, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        'processing', $8, $9, $10, $11, $11)
+`
+
+type PaymentInsertWithAttemptParams struct {
+	AttemptID        string
+	AttemptAccountID string
+	AttemptPaymentID string
+	AttemptOrderID   string
+	Operation        string
+	Number           int32
+	ProviderKey      string
+	Request          []byte
+	LeaseExpiresAt   *time.Time
+	AttemptProvider  string
+	AttemptNow       time.Time
+	ID               string
+	AccountID        string
+	OrderID          string
+	Attempt          int32
+	Amount           int64
+	Currency         string
+	CaptureMethod    string
+	PaymentMethod    string
+	CustomerID       string
+	Description      string
+	Metadata         []byte
+	MethodOptions    []byte
+	Status           string
+	Provider         string
+	Now              time.Time
+}
+
+// A new payment with its first attempt, in one statement: the foreign key
+// of the attempt is checked at the statement's end, after both inserts.
+func (q *Queries) PaymentInsertWithAttempt(ctx context.Context, arg PaymentInsertWithAttemptParams) error {
+	_, err := q.db.Exec(ctx, paymentInsertWithAttempt,
+		arg.AttemptID,
+		arg.AttemptAccountID,
+		arg.AttemptPaymentID,
+		arg.AttemptOrderID,
+		arg.Operation,
+		arg.Number,
+		arg.ProviderKey,
+		arg.Request,
+		arg.LeaseExpiresAt,
+		arg.AttemptProvider,
+		arg.AttemptNow,
 		arg.ID,
 		arg.AccountID,
 		arg.OrderID,
