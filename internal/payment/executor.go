@@ -348,6 +348,9 @@ type settled struct {
 func (s *Service) settle(ctx context.Context, acct Account, w work, out Outcome) (settled, error) {
 	return settleTx(ctx, s, w.attempt, func(ctx context.Context, tx Tx) (settled, error) {
 		now := s.clock()
+		if nw, err := s.failOverAtOnce(ctx, tx, w, out, now); nw != nil || err != nil {
+			return settled{next: nw}, err
+		}
 		rec, p, a, err := tx.IdempotencyKeyGetForUpdateWithPayment(ctx, w.scope, w.payment.ID, w.attempt.ID)
 		if err != nil {
 			return settled{}, err

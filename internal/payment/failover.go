@@ -68,6 +68,43 @@ func (c *creating) nextProvider(p *Payment) string {
 	return ""
 }
 
+// failOverAtOnce is failOver in one statement, for the usual case: the
+// request's own first send proved nothing, and the payment, its key and
+// the attempt are as the request left them, which the statement checks
+// under the locks. nil when it did not hold (a twin, the reconciler or a
+// webhook moved something): the caller then reads under the locks and
+// decides as ever.
+func (s *Service) failOverAtOnce(ctx context.Context, tx Tx, w work, out Outcome, now time.Time) (*work, error) {
+	fo, ok := w.mutation.(failingOver)
+	if !ok || !provedNothing(w, out) {
+		return nil, nil
+	}
+	next := fo.nextProvider(w.payment)
+	if next == "" {
+		return nil, nil
+	}
+	p := *w.payment
+	n := p.Attempt + 1
+	p.Provider, p.Attempt, p.UpdatedAt, p.Version = next, n, now, p.Version+1
+	na, err := s.newAuthorizeAttempt(&p, s.newID("att"), n, now)
+	if err != nil {
+		return nil, err
+	}
+	ok, err = tx.PaymentFailOver(ctx, FailOver{Scope: w.scope, Payment: w.payment, Failed: w.attempt,
+		FailureCode: out.FailureCode, FailureMessage: out.FailureMessage, Next: na, Now: now,
+		Audit: AuditEntry{Actor: w.actor, Details: failoverDetails(w.payment.Provider, next, w.attempt.ID, out.FailureCode, na)}})
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &work{scope: w.scope, payment: &p, attempt: na, mutation: w.mutation, actor: w.actor}, nil
+}
+
+// failoverDetails are the audit details of a failover.
+func failoverDetails(from, to, failedID, failureCode string, na *Attempt) map[string]any {
+	return map[string]any{"from": from, "to": to, "failed_attempt_id": failedID, "failure_code": failureCode,
+		"attempt_id": na.ID, "provider_key": na.ProviderKey}
+}
+
 // failOver runs in transaction 2 instead of recording a final outcome: the
 // attempt is failed with the code that proves nothing happened, and the
 // payment's next attempt, {order_id}:autorizar-v{n+1}, goes to the next
@@ -97,9 +134,7 @@ func (s *Service) failOver(ctx context.Context, tx Tx, keyID int64, w work, p *P
 		return nil, err
 	}
 	err = tx.AuditInsert(ctx, AuditEntry{AccountID: p.AccountID, PaymentID: p.ID, At: now, Actor: w.actor,
-		Action: "payment.failover", Details: map[string]any{
-			"from": from, "to": next, "failed_attempt_id": a.ID, "failure_code": a.FailureCode,
-			"attempt_id": na.ID, "provider_key": na.ProviderKey}})
+		Action: "payment.failover", Details: failoverDetails(from, next, a.ID, a.FailureCode, na)})
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,23 @@ type Reservation struct {
 	Now        time.Time
 }
 
+// FailOver is a failover written in one statement (Tx.PaymentFailOver).
+type FailOver struct {
+	Scope idempotency.Scope
+	// Payment is the payment at the provider that failed, as the request
+	// knows it.
+	Payment *Payment
+	// Failed is the attempt as the request sent it, under its lease; it
+	// fails with FailureCode and FailureMessage.
+	Failed                      *Attempt
+	FailureCode, FailureMessage string
+	// Next is the attempt at the next provider (Next.Provider), number
+	// Payment.Attempt+1.
+	Next  *Attempt
+	Audit AuditEntry
+	Now   time.Time
+}
+
 // Tx is one database transaction. Row locks taken through it are held until
 // the transaction ends.
 type Tx interface {
@@ -94,6 +111,12 @@ type Tx interface {
 	// PaymentMoveProvider records a failover: the payment's provider and
 	// attempt number.
 	PaymentMoveProvider(ctx context.Context, p *Payment, now time.Time) error
+	// PaymentFailOver locks the key, then the payment, and writes the
+	// failover in one statement if it still holds: the key is not
+	// completed, the payment is at f.Payment's provider, the failed
+	// attempt is unresolved under its lease and the next number is free.
+	// false: nothing was written.
+	PaymentFailOver(ctx context.Context, f FailOver) (bool, error)
 	// PaymentSetDisputes stores the payment's disputes and updated_at.
 	PaymentSetDisputes(ctx context.Context, p *Payment) error
 

@@ -557,3 +557,26 @@ func (s *PaymentStore) CountByStatus(ctx context.Context) (map[string]int64, err
 	}
 	return out, nil
 }
+
+func (t *paymentTx) PaymentFailOver(ctx context.Context, f payment.FailOver) (bool, error) {
+	details, err := json.Marshal(f.Audit.Details)
+	if err != nil {
+		return false, err
+	}
+	if f.Failed.LeaseExpiresAt == nil || f.Next.LeaseExpiresAt == nil {
+		return false, nil
+	}
+	p, a := f.Payment, f.Next
+	_, err = t.q.PaymentFailOver(ctx, dbsqlc.PaymentFailOverParams{
+		AccountID: p.AccountID, PaymentID: p.ID, Now: f.Now, Actor: f.Audit.Actor, Details: details,
+		KeyOperation: f.Scope.Operation, KeyHash: f.Scope.KeyHash, FromProvider: payment.ProviderOf(p.Provider),
+		FailureCode: f.FailureCode, FailureMessage: f.FailureMessage,
+		FailedAttemptID: f.Failed.ID, FailedLease: *f.Failed.LeaseExpiresAt,
+		OrderID: a.OrderID, Operation: string(a.Operation), Number: int32(a.Number), Provider: payment.ProviderOf(a.Provider),
+		AttemptID: a.ID, ProviderKey: a.ProviderKey, Request: a.Request, LeaseExpiresAt: *a.LeaseExpiresAt,
+	})
+	if err == pgx.ErrNoRows {
+		return false, nil
+	}
+	return err == nil, translate(err)
+}

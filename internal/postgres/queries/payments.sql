@@ -147,3 +147,54 @@ SET status = @status, attempt = @attempt, provider_payment_id = @provider_paymen
     next_action = @next_action, client_secret = @client_secret, action_expires_at = @action_expires_at,
     updated_at = @now, version = version + 1
 WHERE payments.id = @id;
+
+-- A failover in one statement, applied only while it holds: the key (not
+-- completed) and the payment (still at the provider that failed) are
+-- locked in that order, then the failed attempt is failed if it is still
+-- unresolved under the lease of the request that sent it and its number is
+-- still the order's last; then the payment moves to the next provider, the
+-- next attempt is written and the key waits on it, with the audit entry.
+-- No row: nothing was written, and the caller records the outcome under
+-- the locks instead.
+-- name: PaymentFailOver :one
+WITH locked AS MATERIALIZED (
+    SELECT k.id FROM idempotency_keys k
+    JOIN payments p ON p.account_id = k.account_id AND p.id = @payment_id::text
+    WHERE k.account_id = @account_id::text AND k.operation = @key_operation::text AND k.key_hash = @key_hash::bytea
+      AND k.state <> 'completed' AND p.provider = @from_provider::text
+    FOR UPDATE OF k, p
+), failed AS (
+    UPDATE attempts
+    SET status = 'failed', failure_code = NULLIF(@failure_code::text, ''), failure_message = NULLIF(@failure_message::text, ''),
+        lease_expires_at = NULL, updated_at = @now::timestamptz
+    WHERE attempts.id = @failed_attempt_id::text AND attempts.status IN ('processing', 'unknown', 'waiting')
+      AND attempts.lease_expires_at = @failed_lease::timestamptz
+      AND EXISTS (SELECT 1 FROM locked)
+      AND NOT EXISTS (SELECT 1 FROM attempts n
+                      WHERE n.account_id = @account_id::text AND n.order_id = @order_id::text
+                        AND n.operation = @operation::text AND n.number >= @number::integer)
+    RETURNING attempts.id
+), moved AS (
+    UPDATE payments SET provider = @provider::text, attempt = @number::integer, updated_at = @now::timestamptz,
+        version = payments.version + 1
+    WHERE payments.id = @payment_id::text AND EXISTS (SELECT 1 FROM failed)
+    RETURNING payments.id
+), started AS (
+    INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
+                          request, lease_expires_at, provider, created_at, updated_at)
+    SELECT @attempt_id::text, @account_id::text, moved.id, @order_id::text, @operation::text, @number::integer,
+           @provider_key::text, 'processing', @request::jsonb, @lease_expires_at::timestamptz, @provider::text,
+           @now::timestamptz, @now::timestamptz
+    FROM moved
+    RETURNING attempts.id
+), keyed AS (
+    UPDATE idempotency_keys SET attempt_id = started.id, lease_expires_at = @lease_expires_at::timestamptz,
+        updated_at = @now::timestamptz
+    FROM started, locked
+    WHERE idempotency_keys.id = locked.id
+    RETURNING idempotency_keys.id
+)
+INSERT INTO audit_log (account_id, payment_id, at, actor, action, reason, details)
+SELECT @account_id::text, @payment_id::text, @now::timestamptz, @actor::text, 'payment.failover', '', @details::jsonb
+FROM keyed
+RETURNING audit_log.id;

@@ -118,6 +118,109 @@ func (q *Queries) PaymentCountByStatus(ctx context.Context) ([]PaymentCountBySta
 	return items, nil
 }
 
+const paymentFailOver = `-- name: PaymentFailOver :one
+WITH locked AS MATERIALIZED (
+    SELECT k.id FROM idempotency_keys k
+    JOIN payments p ON p.account_id = k.account_id AND p.id = $2::text
+    WHERE k.account_id = $1::text AND k.operation = $6::text AND k.key_hash = $7::bytea
+      AND k.state <> 'completed' AND p.provider = $8::text
+    FOR UPDATE OF k, p
+), failed AS (
+    UPDATE attempts
+    SET status = 'failed', failure_code = NULLIF($9::text, ''), failure_message = NULLIF($10::text, ''),
+        lease_expires_at = NULL, updated_at = $3::timestamptz
+    WHERE attempts.id = $11::text AND attempts.status IN ('processing', 'unknown', 'waiting')
+      AND attempts.lease_expires_at = $12::timestamptz
+      AND EXISTS (SELECT 1 FROM locked)
+      AND NOT EXISTS (SELECT 1 FROM attempts n
+                      WHERE n.account_id = $1::text AND n.order_id = $13::text
+                        AND n.operation = $14::text AND n.number >= $15::integer)
+    RETURNING attempts.id
+), moved AS (
+    UPDATE payments SET provider = $16::text, attempt = $15::integer, updated_at = $3::timestamptz,
+        version = payments.version + 1
+    WHERE payments.id = $2::text AND EXISTS (SELECT 1 FROM failed)
+    RETURNING payments.id
+), started AS (
+    INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
+                          request, lease_expires_at, provider, created_at, updated_at)
+    SELECT $17::text, $1::text, moved.id, $13::text, $14::text, $15::integer,
+           $18::text, 'processing', $19::jsonb, $20::timestamptz, $16::text,
+           $3::timestamptz, $3::timestamptz
+    FROM moved
+    RETURNING attempts.id
+), keyed AS (
+    UPDATE idempotency_keys SET attempt_id = started.id, lease_expires_at = $20::timestamptz,
+        updated_at = $3::timestamptz
+    FROM started, locked
+    WHERE idempotency_keys.id = locked.id
+    RETURNING idempotency_keys.id
+)
+INSERT INTO audit_log (account_id, payment_id, at, actor, action, reason, details)
+SELECT $1::text, $2::text, $3::timestamptz, $4::text, 'payment.failover', '', $5::jsonb
+FROM keyed
+RETURNING audit_log.id
+`
+
+type PaymentFailOverParams struct {
+	AccountID       string
+	PaymentID       string
+	Now             time.Time
+	Actor           string
+	Details         []byte
+	KeyOperation    string
+	KeyHash         []byte
+	FromProvider    string
+	FailureCode     string
+	FailureMessage  string
+	FailedAttemptID string
+	FailedLease     time.Time
+	OrderID         string
+	Operation       string
+	Number          int32
+	Provider        string
+	AttemptID       string
+	ProviderKey     string
+	Request         []byte
+	LeaseExpiresAt  time.Time
+}
+
+// A failover in one statement, applied only while it holds: the key (not
+// completed) and the payment (still at the provider that failed) are
+// locked in that order, then the failed attempt is failed if it is still
+// unresolved under the lease of the request that sent it and its number is
+// still the order's last; then the payment moves to the next provider, the
+// next attempt is written and the key waits on it, with the audit entry.
+// No row: nothing was written, and the caller records the outcome under
+// the locks instead.
+func (q *Queries) PaymentFailOver(ctx context.Context, arg PaymentFailOverParams) (int64, error) {
+	row := q.db.QueryRow(ctx, paymentFailOver,
+		arg.AccountID,
+		arg.PaymentID,
+		arg.Now,
+		arg.Actor,
+		arg.Details,
+		arg.KeyOperation,
+		arg.KeyHash,
+		arg.FromProvider,
+		arg.FailureCode,
+		arg.FailureMessage,
+		arg.FailedAttemptID,
+		arg.FailedLease,
+		arg.OrderID,
+		arg.Operation,
+		arg.Number,
+		arg.Provider,
+		arg.AttemptID,
+		arg.ProviderKey,
+		arg.Request,
+		arg.LeaseExpiresAt,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const paymentGetAnyAccount = `-- name: PaymentGetAnyAccount :one
 SELECT id, account_id, order_id, attempt, amount, currency, capture_method, payment_method, customer_id, description, metadata, status, provider, provider_payment_id, amount_captured, amount_refunded, failure_code, failure_message, created_at, updated_at, provider_amount_refunded, method_options, next_action, client_secret, action_expires_at, disputes, version FROM payments WHERE id = $1
 `
