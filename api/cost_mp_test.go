@@ -3,6 +3,8 @@ package api_test
 import (
 	"net/http"
 	"testing"
+
+	"github.com/acmepay/payments/internal/apitest"
 )
 
 // TestCostMercadoPago holds a Mercado Pago payment to the budget of a
@@ -20,6 +22,7 @@ func TestCostMercadoPago(t *testing.T) {
 	c := costOf(s.Env, func() {
 		wantStatus(t, s.create("k-cost-mp", mpCardBody("pedido-cost-mp", "tok_APRO", "automatic")), http.StatusCreated)
 	})
+	wantNames(t, "a Mercado Pago card create", c, createStatements)
 	if c.txs != 2 || c.roundTrips > createRoundTrips {
 		t.Errorf("a Mercado Pago card create: %v, want 2 transactions and at most %d round trips", c, createRoundTrips)
 	}
@@ -29,6 +32,7 @@ func TestCostMercadoPago(t *testing.T) {
 	replay := costOf(s.Env, func() {
 		wantStatus(t, s.create("k-cost-mp", mpCardBody("pedido-cost-mp", "tok_APRO", "automatic")), http.StatusCreated)
 	})
+	wantNames(t, "a Mercado Pago replay", replay, replayStatements)
 	if replay.txs != 0 || replay.statements != 1 || replay.roundTrips > replayRoundTrips || s.PaymentCalls()-calls != 1 {
 		t.Errorf("a Mercado Pago replay: %v, want 0 transactions, 1 statement, no provider call", replay)
 	}
@@ -48,4 +52,30 @@ func TestCostMercadoPago(t *testing.T) {
 	t.Logf("mercadopago card create (API key read): %v, 1 provider call", warm)
 	t.Logf("mercadopago card create: %v, 1 provider call; replay: %v", c, replay)
 	t.Logf("mercadopago pix paid (one notification): %v, 1 provider call", paid)
+}
+
+// TestCostFailover holds a failover to the budget of a create plus one
+// statement: Stripe refuses the connection, and the failed attempt, the
+// payment moved to Mercado Pago, its attempt and the key waiting on it are
+// written in one statement between the create's two transactions.
+func TestCostFailover(t *testing.T) {
+	t.Parallel()
+	s := newFailoverShop(t, apitest.Options{CircuitFailures: 1 << 30})
+	s.Sim.RevokeSecret("sk_test_" + apitest.SecretSuffix(t))
+	// The first create also puts the API key in the cache.
+	wantStatus(t, create(s.Env, "k-cost-fo-0", bothCardsBody("pedido-cost-fo-0")), http.StatusCreated)
+	var r *apitest.Response
+	c := costOf(s.Env, func() { r = create(s.Env, "k-cost-fo", bothCardsBody("pedido-cost-fo")) })
+	wantStatus(t, r, http.StatusCreated)
+	if p := r.JSON(t); p["provider"] != "mercadopago" || p["attempt"] != float64(2) {
+		t.Fatalf("payment %s, want it at mercadopago, attempt 2", r.Body)
+	}
+	t.Logf("failover: %v", c)
+	wantNames(t, "a failover", c, failoverStatements)
+	if n, create := statementCount(failoverStatements), statementCount(createStatements); n > create+1 {
+		t.Errorf("a failover is listed with %d statements, want at most a create's %d plus 1", n, create)
+	}
+	if c.txs != 3 || c.roundTrips > createRoundTrips+2 {
+		t.Errorf("a failover: %v, want 3 transactions and at most %d round trips", c, createRoundTrips+2)
+	}
 }
