@@ -104,13 +104,14 @@ func failOverOf(t *testing.T, c *conf) (payment.FailOver, int64) {
 }
 
 // A payment and its first attempt in one statement keep the live-order
-// guarantee: a second live payment of the order is refused, and neither
-// row is written.
+// guarantee: a second live payment of the order is refused, before its
+// attempt's number is checked, and neither row is written.
 func TestPaymentInsertWithAttemptLiveOrder(t *testing.T) {
 	t.Parallel()
 	c := newConf(t)
+	insertAttempts(t, c, newAttempt(c.p, "att_live_1", payment.OpAuthorize, 1, at(0)))
 	p := newPayment("pay_2", c.p.OrderID, 2, payment.StatusProcessing)
-	a := newAttempt(p, "att_live_2", payment.OpAuthorize, 2, at(0))
+	a := newAttempt(p, "att_live_2", payment.OpAuthorize, 1, at(0))
 	err := c.store.WithTx(c.ctx, func(tx payment.Tx) error { return tx.PaymentInsertWithAttempt(c.ctx, p, a) })
 	if !errors.Is(err, payment.ErrLiveOrderConflict) {
 		t.Fatalf("PaymentInsertWithAttempt of a second live payment: %v, want ErrLiveOrderConflict", err)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
@@ -205,13 +206,15 @@ func (t *paymentTx) PaymentInsertWithAttempt(ctx context.Context, p *payment.Pay
 		return err
 	}
 	aa := attemptInsertParams(a)
+	if aa.AccountID != pa.AccountID || aa.PaymentID != pa.ID || aa.OrderID != pa.OrderID {
+		return errors.New("postgres: the attempt is not of the payment")
+	}
 	return translate(t.q.PaymentInsertWithAttempt(ctx, dbsqlc.PaymentInsertWithAttemptParams{
 		ID: pa.ID, AccountID: pa.AccountID, OrderID: pa.OrderID, Attempt: pa.Attempt,
 		Amount: pa.Amount, Currency: pa.Currency, CaptureMethod: pa.CaptureMethod,
 		PaymentMethod: pa.PaymentMethod, CustomerID: pa.CustomerID, Description: pa.Description,
 		Metadata: pa.Metadata, MethodOptions: pa.MethodOptions, Status: pa.Status, Provider: pa.Provider, Now: pa.Now,
-		AttemptID: aa.ID, AttemptAccountID: aa.AccountID, AttemptPaymentID: aa.PaymentID, AttemptOrderID: aa.OrderID,
-		Operation: aa.Operation, Number: aa.Number, ProviderKey: aa.ProviderKey, Request: aa.Request,
+		AttemptID: aa.ID, Operation: aa.Operation, Number: aa.Number, ProviderKey: aa.ProviderKey, Request: aa.Request,
 		LeaseExpiresAt: aa.LeaseExpiresAt, AttemptProvider: aa.Provider, AttemptNow: aa.Now,
 	}))
 }

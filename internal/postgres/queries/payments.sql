@@ -112,19 +112,24 @@ RETURNING version;
 UPDATE payments SET provider = @provider, attempt = @attempt, updated_at = @now, version = version + 1
 WHERE id = @id;
 
--- A new payment with its first attempt, in one statement: the foreign key
--- of the attempt is checked at the statement's end, after both inserts.
+-- A new payment with its first attempt, in one statement. The attempt is
+-- inserted from the payment's row, so the payment goes first: a second
+-- live payment of the order is refused before the attempt's number is
+-- checked. The attempt's foreign key is checked at the statement's end.
 -- name: PaymentInsertWithAttempt :exec
 WITH p AS (
     INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
                           customer_id, description, metadata, method_options, status, provider, created_at, updated_at)
     VALUES (@id, @account_id, @order_id, @attempt, @amount, @currency, @capture_method, @payment_method,
             @customer_id, @description, @metadata, @method_options, @status, @provider, @now, @now)
+    RETURNING payments.id, payments.account_id, payments.order_id
 )
 INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
                       request, lease_expires_at, provider, created_at, updated_at)
-VALUES (@attempt_id, @attempt_account_id, @attempt_payment_id, @attempt_order_id, @operation, @number, @provider_key,
-        'processing', @request, @lease_expires_at, @attempt_provider, @attempt_now, @attempt_now);
+SELECT @attempt_id::text, p.account_id, p.id, p.order_id, @operation::text, @number::integer, @provider_key::text,
+       'processing', @request::jsonb, sqlc.narg(lease_expires_at)::timestamptz, @attempt_provider::text,
+       @attempt_now::timestamptz, @attempt_now::timestamptz
+FROM p;
 
 -- AttemptUpdateOutcome and PaymentUpdateStateLocked of one outcome, in one
 -- statement.

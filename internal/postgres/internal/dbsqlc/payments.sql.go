@@ -493,52 +493,51 @@ const paymentInsertWithAttempt = `-- name: PaymentInsertWithAttempt :exec
 WITH p AS (
     INSERT INTO payments (id, account_id, order_id, attempt, amount, currency, capture_method, payment_method,
                           customer_id, description, metadata, method_options, status, provider, created_at, updated_at)
-    VALUES ($12, $13, $14, $15, $16, $17, $18, $19,
-            $20, $21, $22, $23, $24, $25, $26, $26)
+    VALUES ($9, $10, $11, $12, $13, $14, $15, $16,
+            $17, $18, $19, $20, $21, $22, $23, $23)
+    RETURNING payments.id, payments.account_id, payments.order_id
 )
 INSERT INTO attempts (id, account_id, payment_id, order_id, operation, number, provider_key, status,
                       request, lease_expires_at, provider, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7,
-        'processing', $8, $9, $10, $11, $11)
+SELECT $1::text, p.account_id, p.id, p.order_id, $2::text, $3::integer, $4::text,
+       'processing', $5::jsonb, $6::timestamptz, $7::text,
+       $8::timestamptz, $8::timestamptz
+FROM p
 `
 
 type PaymentInsertWithAttemptParams struct {
-	AttemptID        string
-	AttemptAccountID string
-	AttemptPaymentID string
-	AttemptOrderID   string
-	Operation        string
-	Number           int32
-	ProviderKey      string
-	Request          []byte
-	LeaseExpiresAt   *time.Time
-	AttemptProvider  string
-	AttemptNow       time.Time
-	ID               string
-	AccountID        string
-	OrderID          string
-	Attempt          int32
-	Amount           int64
-	Currency         string
-	CaptureMethod    string
-	PaymentMethod    string
-	CustomerID       string
-	Description      string
-	Metadata         []byte
-	MethodOptions    []byte
-	Status           string
-	Provider         string
-	Now              time.Time
+	AttemptID       string
+	Operation       string
+	Number          int32
+	ProviderKey     string
+	Request         []byte
+	LeaseExpiresAt  *time.Time
+	AttemptProvider string
+	AttemptNow      time.Time
+	ID              string
+	AccountID       string
+	OrderID         string
+	Attempt         int32
+	Amount          int64
+	Currency        string
+	CaptureMethod   string
+	PaymentMethod   string
+	CustomerID      string
+	Description     string
+	Metadata        []byte
+	MethodOptions   []byte
+	Status          string
+	Provider        string
+	Now             time.Time
 }
 
-// A new payment with its first attempt, in one statement: the foreign key
-// of the attempt is checked at the statement's end, after both inserts.
+// A new payment with its first attempt, in one statement. The attempt is
+// inserted from the payment's row, so the payment goes first: a second
+// live payment of the order is refused before the attempt's number is
+// checked. The attempt's foreign key is checked at the statement's end.
 func (q *Queries) PaymentInsertWithAttempt(ctx context.Context, arg PaymentInsertWithAttemptParams) error {
 	_, err := q.db.Exec(ctx, paymentInsertWithAttempt,
 		arg.AttemptID,
-		arg.AttemptAccountID,
-		arg.AttemptPaymentID,
-		arg.AttemptOrderID,
 		arg.Operation,
 		arg.Number,
 		arg.ProviderKey,
