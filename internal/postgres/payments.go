@@ -107,7 +107,7 @@ func (t *paymentTx) IdempotencyKeyReserve(ctx context.Context, r payment.Reserva
 func (t *paymentTx) IdempotencyKeyReserveNumbered(ctx context.Context, r payment.Reservation, orderID string, op payment.Operation) (int64, bool, int, error) {
 	row, err := t.q.IdempotencyKeyReserveNumbered(ctx, dbsqlc.IdempotencyKeyReserveNumberedParams{
 		AccountID: r.Scope.AccountID, Operation: r.Scope.Operation, KeyHash: r.Scope.KeyHash,
-		Fingerprint: r.Fingerprint, LeaseExpiresAt: &r.LeaseUntil,
+		Fingerprint: r.Fingerprint, BodyHash: r.BodyHash, LeaseExpiresAt: &r.LeaseUntil,
 		PaymentID: strPtr(r.PaymentID), AttemptID: strPtr(r.AttemptID), Now: r.Now,
 		OrderID: orderID, AttemptOperation: string(op),
 	})

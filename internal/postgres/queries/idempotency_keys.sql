@@ -53,9 +53,9 @@ WHERE id = @id;
 -- endpoints (WebhookEndpointsEnabled as JSON), both as of this
 -- statement's snapshot. No row when the scope already has a key.
 -- name: IdempotencyKeyReserveNumbered :one
-INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, state, lease_expires_at,
+INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, body_hash, state, lease_expires_at,
                               payment_id, attempt_id, created_at, updated_at)
-VALUES (@account_id, @operation, @key_hash, @fingerprint, 'in_progress', @lease_expires_at,
+VALUES (@account_id, @operation, @key_hash, @fingerprint, @body_hash, 'in_progress', @lease_expires_at,
         @payment_id, @attempt_id, @now, @now)
 ON CONFLICT (account_id, operation, key_hash) DO NOTHING
 RETURNING id,

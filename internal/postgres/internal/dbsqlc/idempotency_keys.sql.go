@@ -151,7 +151,7 @@ func (q *Queries) IdempotencyKeyGetForUpdate(ctx context.Context, arg Idempotenc
 }
 
 const idempotencyKeyGetForUpdateWithPayment = `-- name: IdempotencyKeyGetForUpdateWithPayment :one
-SELECT k.id, k.account_id, k.operation, k.key_hash, k.fingerprint, k.state, k.lease_expires_at, k.response_status, k.response_body, k.payment_id, k.attempt_id, k.created_at, k.updated_at, k.completed_at, k.purged_at, k.response_kind, p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded, p.method_options, p.next_action, p.client_secret, p.action_expires_at, p.disputes, p.version,
+SELECT k.id, k.account_id, k.operation, k.key_hash, k.fingerprint, k.state, k.lease_expires_at, k.response_status, k.response_body, k.payment_id, k.attempt_id, k.created_at, k.updated_at, k.completed_at, k.purged_at, k.response_kind, k.body_hash, p.id, p.account_id, p.order_id, p.attempt, p.amount, p.currency, p.capture_method, p.payment_method, p.customer_id, p.description, p.metadata, p.status, p.provider, p.provider_payment_id, p.amount_captured, p.amount_refunded, p.failure_code, p.failure_message, p.created_at, p.updated_at, p.provider_amount_refunded, p.method_options, p.next_action, p.client_secret, p.action_expires_at, p.disputes, p.version,
     (SELECT COALESCE(json_agg(json_build_object('id', e.id, 'events', e.enabled_events) ORDER BY e.id), '[]')
      FROM webhook_endpoints e
      WHERE e.account_id = $1 AND e.status = 'enabled' AND e.deleted_at IS NULL)::json AS endpoints
@@ -204,6 +204,7 @@ func (q *Queries) IdempotencyKeyGetForUpdateWithPayment(ctx context.Context, arg
 		&i.IdempotencyKey.CompletedAt,
 		&i.IdempotencyKey.PurgedAt,
 		&i.IdempotencyKey.ResponseKind,
+		&i.IdempotencyKey.BodyHash,
 		&i.Payment.ID,
 		&i.Payment.AccountID,
 		&i.Payment.OrderID,
@@ -334,14 +335,14 @@ func (q *Queries) IdempotencyKeyReserve(ctx context.Context, arg IdempotencyKeyR
 }
 
 const idempotencyKeyReserveNumbered = `-- name: IdempotencyKeyReserveNumbered :one
-INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, state, lease_expires_at,
+INSERT INTO idempotency_keys (account_id, operation, key_hash, fingerprint, body_hash, state, lease_expires_at,
                               payment_id, attempt_id, created_at, updated_at)
-VALUES ($1, $2, $3, $4, 'in_progress', $5,
-        $6, $7, $8, $8)
+VALUES ($1, $2, $3, $4, $5, 'in_progress', $6,
+        $7, $8, $9, $9)
 ON CONFLICT (account_id, operation, key_hash) DO NOTHING
 RETURNING id,
     (SELECT (COALESCE(MAX(a.number), 0) + 1)::integer FROM attempts a
-     WHERE a.account_id = $1 AND a.order_id = $9 AND a.operation = $10)::integer AS next_attempt,
+     WHERE a.account_id = $1 AND a.order_id = $10 AND a.operation = $11)::integer AS next_attempt,
     (SELECT COALESCE(json_agg(json_build_object('id', e.id, 'events', e.enabled_events) ORDER BY e.id), '[]')
      FROM webhook_endpoints e
      WHERE e.account_id = $1 AND e.status = 'enabled' AND e.deleted_at IS NULL)::json AS endpoints
@@ -352,6 +353,7 @@ type IdempotencyKeyReserveNumberedParams struct {
 	Operation        string
 	KeyHash          []byte
 	Fingerprint      []byte
+	BodyHash         []byte
 	LeaseExpiresAt   *time.Time
 	PaymentID        *string
 	AttemptID        *string
@@ -377,6 +379,7 @@ func (q *Queries) IdempotencyKeyReserveNumbered(ctx context.Context, arg Idempot
 		arg.Operation,
 		arg.KeyHash,
 		arg.Fingerprint,
+		arg.BodyHash,
 		arg.LeaseExpiresAt,
 		arg.PaymentID,
 		arg.AttemptID,
