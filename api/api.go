@@ -138,6 +138,8 @@ func (s *Server) Handler() http.Handler {
 		r.With(identityBody).Post("/payments/{id}/capture", s.capturePayment)
 		r.With(identityBody).Post("/payments/{id}/cancel", s.cancelPayment)
 		r.With(identityBody).Post("/payments/{id}/refunds", s.createRefund)
+		r.Get("/payments/{id}/refunds", s.listRefunds)
+		r.Get("/refunds/{id}", s.getRefund)
 		r.Get("/events", s.listEvents)
 		if s.webhooks != nil {
 			r.With(identityBody).Post("/webhook_endpoints", s.createWebhookEndpoint)

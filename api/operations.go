@@ -77,3 +77,29 @@ func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
 		return s.payments.Refund(r.Context(), accountFrom(r).Merchant(), key, chi.URLParam(r, "id"), amount)
 	})
 }
+
+func (s *Server) getRefund(w http.ResponseWriter, r *http.Request) {
+	rf, err := s.payments.GetRefund(r.Context(), accountFrom(r).ID, chi.URLParam(r, "id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rf)
+}
+
+// listRefunds pages a payment's refunds oldest first, after the refund id
+// in starting_after, as the webhook endpoints list pages by id.
+func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rs, err := s.payments.ListRefunds(r.Context(), accountFrom(r).ID, chi.URLParam(r, "id"),
+		r.URL.Query().Get("starting_after"), limit+1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page(rs, limit))
+}

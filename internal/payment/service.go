@@ -203,6 +203,33 @@ func (s *Service) ListByOrder(ctx context.Context, accountID, orderID string, li
 	return s.store.PaymentListByOrder(ctx, accountID, orderID, limit)
 }
 
+// GetRefund reads one refund of the account.
+func (s *Service) GetRefund(ctx context.Context, accountID, id string) (*Refund, error) {
+	return s.store.RefundGetByID(ctx, accountID, id)
+}
+
+// ListRefunds pages the refunds of one of the account's payments, oldest
+// first. startingAfter is the id of the previous page's last refund; one
+// that is not a refund of this payment is refused, as a token the list did
+// not issue.
+func (s *Service) ListRefunds(ctx context.Context, accountID, paymentID, startingAfter string, limit int) ([]*Refund, error) {
+	if _, err := s.store.PaymentGetByID(ctx, accountID, paymentID); err != nil {
+		return nil, err
+	}
+	var after *Refund
+	if startingAfter != "" {
+		r, err := s.store.RefundGetByID(ctx, accountID, startingAfter)
+		if errors.Is(err, ErrNotFound) || err == nil && r.PaymentID != paymentID {
+			return nil, fieldError("starting_after", "must be the id of a refund of this payment")
+		}
+		if err != nil {
+			return nil, err
+		}
+		after = r
+	}
+	return s.store.RefundListByPaymentAfter(ctx, accountID, paymentID, after, limit)
+}
+
 func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {
 		return def

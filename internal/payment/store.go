@@ -33,6 +33,11 @@ type Store interface {
 	RefundGetByAttempt(ctx context.Context, attemptID string) (*Refund, error)
 	// RefundListByPayment reads a payment's refunds, oldest first.
 	RefundListByPayment(ctx context.Context, paymentID string) ([]*Refund, error)
+	// RefundGetByID reads one refund of the account.
+	RefundGetByID(ctx context.Context, accountID, id string) (*Refund, error)
+	// RefundListByPaymentAfter reads a page of the account's refunds of a
+	// payment, oldest first, after the refund after (nil: from the first).
+	RefundListByPaymentAfter(ctx context.Context, accountID, paymentID string, after *Refund, limit int) ([]*Refund, error)
 	PaymentGetByProviderID(ctx context.Context, accountID, providerPaymentID string) (*Payment, error)
 	// AccountFeedCursorAdvance records the cursor an account's consumer passed back.
 	AccountFeedCursorAdvance(ctx context.Context, accountID string, pos FeedPosition) error

@@ -130,6 +130,34 @@ func (s *PaymentStore) RefundGetByAttempt(ctx context.Context, attemptID string)
 	return refundByAttempt(ctx, s.db.q, attemptID)
 }
 
+// RefundGetByID reads one refund of the account.
+func (s *PaymentStore) RefundGetByID(ctx context.Context, accountID, id string) (*payment.Refund, error) {
+	row, err := s.db.q.RefundGetByID(ctx, dbsqlc.RefundGetByIDParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return refundFromRow(row), nil
+}
+
+// RefundListByPaymentAfter reads a page of the account's refunds of a
+// payment, oldest first, after the refund after (nil: from the first).
+func (s *PaymentStore) RefundListByPaymentAfter(ctx context.Context, accountID, paymentID string, after *payment.Refund, limit int) ([]*payment.Refund, error) {
+	arg := dbsqlc.RefundListByPaymentAfterParams{AccountID: accountID, PaymentID: paymentID,
+		AfterCreatedAt: time.Time{}, MaxRows: int32(limit)}
+	if after != nil {
+		arg.AfterCreatedAt, arg.AfterID = after.CreatedAt, after.ID
+	}
+	rows, err := s.db.q.RefundListByPaymentAfter(ctx, arg)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*payment.Refund, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, refundFromRow(r))
+	}
+	return out, nil
+}
+
 // RefundListByPayment reads a payment's refunds, oldest first.
 func (s *PaymentStore) RefundListByPayment(ctx context.Context, paymentID string) ([]*payment.Refund, error) {
 	rows, err := s.db.q.RefundListByPayment(ctx, paymentID)

@@ -28,3 +28,17 @@ WHERE payment_id = @payment_id AND status = 'succeeded';
 -- refund already claims (a provider that keeps no refund metadata).
 -- name: RefundListByPayment :many
 SELECT * FROM refunds WHERE payment_id = @payment_id ORDER BY created_at, id;
+
+-- One refund of an account: another account's is not found.
+-- name: RefundGetByID :one
+SELECT * FROM refunds WHERE account_id = @account_id AND id = @id;
+
+-- A page of a payment's refunds, oldest first, after the position
+-- (created_at, id) of the previous page's last refund; refunds_payment
+-- serves it.
+-- name: RefundListByPaymentAfter :many
+SELECT * FROM refunds
+WHERE account_id = @account_id AND payment_id = @payment_id
+  AND (created_at, id) > (@after_created_at::timestamptz, @after_id::text)
+ORDER BY created_at, id
+LIMIT @max_rows;

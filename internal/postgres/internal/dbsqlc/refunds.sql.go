@@ -31,6 +31,33 @@ func (q *Queries) RefundGetByAttempt(ctx context.Context, attemptID string) (Ref
 	return i, err
 }
 
+const refundGetByID = `-- name: RefundGetByID :one
+SELECT id, account_id, payment_id, attempt_id, amount, status, provider_refund_id, created_at, updated_at FROM refunds WHERE account_id = $1 AND id = $2
+`
+
+type RefundGetByIDParams struct {
+	AccountID string
+	ID        string
+}
+
+// One refund of an account: another account's is not found.
+func (q *Queries) RefundGetByID(ctx context.Context, arg RefundGetByIDParams) (Refund, error) {
+	row := q.db.QueryRow(ctx, refundGetByID, arg.AccountID, arg.ID)
+	var i Refund
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.PaymentID,
+		&i.AttemptID,
+		&i.Amount,
+		&i.Status,
+		&i.ProviderRefundID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const refundInsert = `-- name: RefundInsert :one
 INSERT INTO refunds (id, account_id, payment_id, attempt_id, amount, status, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, 'processing', $6, $6)
@@ -78,6 +105,61 @@ SELECT id, account_id, payment_id, attempt_id, amount, status, provider_refund_i
 // refund already claims (a provider that keeps no refund metadata).
 func (q *Queries) RefundListByPayment(ctx context.Context, paymentID string) ([]Refund, error) {
 	rows, err := q.db.Query(ctx, refundListByPayment, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Refund
+	for rows.Next() {
+		var i Refund
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.PaymentID,
+			&i.AttemptID,
+			&i.Amount,
+			&i.Status,
+			&i.ProviderRefundID,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const refundListByPaymentAfter = `-- name: RefundListByPaymentAfter :many
+SELECT id, account_id, payment_id, attempt_id, amount, status, provider_refund_id, created_at, updated_at FROM refunds
+WHERE account_id = $1 AND payment_id = $2
+  AND (created_at, id) > ($3::timestamptz, $4::text)
+ORDER BY created_at, id
+LIMIT $5
+`
+
+type RefundListByPaymentAfterParams struct {
+	AccountID      string
+	PaymentID      string
+	AfterCreatedAt time.Time
+	AfterID        string
+	MaxRows        int32
+}
+
+// A page of a payment's refunds, oldest first, after the position
+// (created_at, id) of the previous page's last refund; refunds_payment
+// serves it.
+func (q *Queries) RefundListByPaymentAfter(ctx context.Context, arg RefundListByPaymentAfterParams) ([]Refund, error) {
+	rows, err := q.db.Query(ctx, refundListByPaymentAfter,
+		arg.AccountID,
+		arg.PaymentID,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
