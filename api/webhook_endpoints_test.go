@@ -407,3 +407,30 @@ func (t *enqueueThenFail) WebhooksEnqueue(ctx context.Context, e payment.Event) 
 	t.s.enqueued.Add(1)
 	return errors.New("injected failure after the enqueue")
 }
+
+func TestWebhookEndpointSameURL(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{WebhookAllowPrivate: true})
+	const url = "http://127.0.0.1:9/hooks"
+	first := createEndpoint(t, e, "we-same-1", url, "*")
+	if got := first["same_url_endpoints"]; fmt.Sprint(got) != "[]" {
+		t.Fatalf("first endpoint: same_url_endpoints = %v, want []", got)
+	}
+	second := createEndpoint(t, e, "we-same-2", url, "payment.captured")
+	if got := fmt.Sprint(second["same_url_endpoints"]); got != fmt.Sprintf("[%s]", first["id"]) {
+		t.Fatalf("second endpoint: same_url_endpoints = %s, want [%s]", got, first["id"])
+	}
+	if other := createEndpoint(t, e, "we-same-3", url+"/other", "*"); fmt.Sprint(other["same_url_endpoints"]) != "[]" {
+		t.Fatalf("another URL: same_url_endpoints = %v", other["same_url_endpoints"])
+	}
+	// Reads never carry it; a deleted endpoint no longer counts.
+	got := e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/webhook_endpoints/" + first["id"].(string)})
+	if _, ok := got.JSON(t)["same_url_endpoints"]; ok {
+		t.Fatalf("a read carries same_url_endpoints: %s", got.Body)
+	}
+	apitest.WantStatus(t, e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/webhook_endpoints/" + first["id"].(string)}), http.StatusOK)
+	third := createEndpoint(t, e, "we-same-4", url, "*")
+	if got := fmt.Sprint(third["same_url_endpoints"]); got != fmt.Sprintf("[%s]", second["id"]) {
+		t.Fatalf("after a delete: same_url_endpoints = %s, want [%s]", got, second["id"])
+	}
+}

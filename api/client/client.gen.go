@@ -572,6 +572,21 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for RefundListObject.
+const (
+	RefundListObjectList RefundListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the RefundListObject enum.
+func (e RefundListObject) Valid() bool {
+	switch e {
+	case RefundListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResolveDiscrepancyRequestAction.
 const (
 	ResolveDiscrepancyRequestActionAdoptProviderState ResolveDiscrepancyRequestAction = "adopt_provider_state"
@@ -1572,6 +1587,16 @@ type RefundObject string
 // RefundStatus defines model for Refund.Status.
 type RefundStatus string
 
+// RefundList defines model for RefundList.
+type RefundList struct {
+	Data    []Refund         `json:"data"`
+	HasMore bool             `json:"has_more"`
+	Object  RefundListObject `json:"object"`
+}
+
+// RefundListObject defines model for RefundList.Object.
+type RefundListObject string
+
 // RefundRequest defines model for RefundRequest.
 type RefundRequest struct {
 	// Amount At most the captured amount not yet refunded.
@@ -1846,6 +1871,15 @@ type WebhookEndpoint struct {
 	Id            string                `json:"id"`
 	Object        WebhookEndpointObject `json:"object"`
 
+	// SameUrlEndpoints Only in the answer of a creation: the ids of the account's other
+	// endpoints (not deleted) with exactly this `url`, oldest id first;
+	// empty when there are none. A second endpoint with one URL is
+	// allowed, but each signs with its own secret and each gets every
+	// event it takes, so a receiver that checks one secret fails the
+	// other's deliveries. To replace an endpoint, rotate its secret or
+	// delete the old one.
+	SameUrlEndpoints *[]string `json:"same_url_endpoints,omitempty"`
+
 	// Secret The signing secret (`whsec_…`); only in the answers of creation and rotation.
 	Secret *string `json:"secret,omitempty"`
 
@@ -1890,6 +1924,9 @@ type Limit = int
 
 // PaymentId defines model for PaymentId.
 type PaymentId = string
+
+// RefundId defines model for RefundId.
+type RefundId = string
 
 // RequestId defines model for RequestId.
 type RequestId = string
@@ -2341,6 +2378,20 @@ type CapturePaymentParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// ListRefundsParams defines parameters for ListRefunds.
+type ListRefundsParams struct {
+	// StartingAfter The id of the last refund of the previous page (`re_…`).
+	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Limit The page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // CreateRefundParams defines parameters for CreateRefund.
 type CreateRefundParams struct {
 	// IdempotencyKey The client key: 1–255 visible ASCII characters (0x21–0x7E). The quoted
@@ -2371,6 +2422,14 @@ type CreateRefundParams struct {
 	// order_has_active_payment`) reserve nothing.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 
+	// XRequestId A request id to correlate logs; kept when it matches
+	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
+	// the `X-Request-Id` response header and in problem documents.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetRefundParams defines parameters for GetRefund.
+type GetRefundParams struct {
 	// XRequestId A request id to correlate logs; kept when it matches
 	// `^[A-Za-z0-9._-]{1,64}$`, otherwise the service makes one. Echoed in
 	// the `X-Request-Id` response header and in problem documents.
@@ -3381,6 +3440,17 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/payments/{id}/capture (the `CapturePayment` operationId).
 	CapturePayment(ctx context.Context, id PaymentId, params *CapturePaymentParams, body CapturePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListRefunds A payment's refunds, oldest first
+	//
+	// A list of the payment's refunds, oldest first, paged like the
+	// webhook endpoints list: pass the `id` of the last refund of a page
+	// as `starting_after` for the next one while `has_more` is true.
+	// Another account's payment is `404 not_found`; a `starting_after`
+	// that is not a refund of this payment is `400 invalid_request`.
+	//
+	// Corresponds with GET /v1/payments/{id}/refunds (the `ListRefunds` operationId).
+	ListRefunds(ctx context.Context, id PaymentId, params *ListRefundsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateRefundWithBody Refund a captured payment
 	//
 	// Refunds part or all of the captured amount. The payment keeps status
@@ -3407,6 +3477,15 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/payments/{id}/refunds (the `CreateRefund` operationId).
 	CreateRefund(ctx context.Context, id PaymentId, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRefund Get a refund
+	//
+	// The refund's current state: a refund answered `202` (status
+	// `unknown`) can be read here until the reconciler settles it.
+	// Another account's refund is `404 not_found`.
+	//
+	// Corresponds with GET /v1/refunds/{id} (the `GetRefund` operationId).
+	GetRefund(ctx context.Context, id RefundId, params *GetRefundParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListWebhookEndpoints The account's webhook endpoints
 	//
 	// Paged by id; secrets are never shown here.
@@ -3430,6 +3509,9 @@ type ClientInterface interface {
 	// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 	// `Idempotency-Key` and body answers the same endpoint with
 	// `Idempotent-Replayed: true`; another body is `422`.
+	// An endpoint whose `url` another endpoint of the account already has
+	// is created all the same (as Stripe does), and the answer names the
+	// others in `same_url_endpoints`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3452,6 +3534,9 @@ type ClientInterface interface {
 	// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 	// `Idempotency-Key` and body answers the same endpoint with
 	// `Idempotent-Replayed: true`; another body is `422`.
+	// An endpoint whose `url` another endpoint of the account already has
+	// is created all the same (as Stripe does), and the answer names the
+	// others in `same_url_endpoints`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4429,6 +4514,27 @@ func (c *Client) CapturePayment(ctx context.Context, id PaymentId, params *Captu
 	return c.Client.Do(req)
 }
 
+// ListRefunds A payment's refunds, oldest first
+//
+// A list of the payment's refunds, oldest first, paged like the
+// webhook endpoints list: pass the `id` of the last refund of a page
+// as `starting_after` for the next one while `has_more` is true.
+// Another account's payment is `404 not_found`; a `starting_after`
+// that is not a refund of this payment is `400 invalid_request`.
+//
+// Corresponds with GET /v1/payments/{id}/refunds (the `ListRefunds` operationId).
+func (c *Client) ListRefunds(ctx context.Context, id PaymentId, params *ListRefundsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRefundsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateRefundWithBody Refund a captured payment
 //
 // Refunds part or all of the captured amount. The payment keeps status
@@ -4475,6 +4581,25 @@ func (c *Client) CreateRefund(ctx context.Context, id PaymentId, params *CreateR
 	return c.Client.Do(req)
 }
 
+// GetRefund Get a refund
+//
+// The refund's current state: a refund answered `202` (status
+// `unknown`) can be read here until the reconciler settles it.
+// Another account's refund is `404 not_found`.
+//
+// Corresponds with GET /v1/refunds/{id} (the `GetRefund` operationId).
+func (c *Client) GetRefund(ctx context.Context, id RefundId, params *GetRefundParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRefundRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListWebhookEndpoints The account's webhook endpoints
 //
 // Paged by id; secrets are never shown here.
@@ -4508,6 +4633,9 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEn
 // endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 // `Idempotency-Key` and body answers the same endpoint with
 // `Idempotent-Replayed: true`; another body is `422`.
+// An endpoint whose `url` another endpoint of the account already has
+// is created all the same (as Stripe does), and the answer names the
+// others in `same_url_endpoints`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4540,6 +4668,9 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *Crea
 // endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 // `Idempotency-Key` and body answers the same endpoint with
 // `Idempotent-Replayed: true`; another body is `422`.
+// An endpoint whose `url` another endpoint of the account already has
+// is created all the same (as Stripe does), and the answer names the
+// others in `same_url_endpoints`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6549,6 +6680,94 @@ func NewCapturePaymentRequestWithBody(server string, id PaymentId, params *Captu
 	return req, nil
 }
 
+// NewListRefundsRequest constructs an http.Request for the ListRefunds method
+func NewListRefundsRequest(server string, id PaymentId, params *ListRefundsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/payments/%s/refunds", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.StartingAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "starting_after", *params.StartingAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewCreateRefundRequest calls the generic CreateRefund builder with application/json body
 func NewCreateRefundRequest(server string, id PaymentId, params *CreateRefundParams, body CreateRefundJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6613,6 +6832,55 @@ func NewCreateRefundRequestWithBody(server string, id PaymentId, params *CreateR
 			}
 
 			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetRefundRequest constructs an http.Request for the GetRefund method
+func NewGetRefundRequest(server string, id RefundId, params *GetRefundParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/refunds/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
 		}
 
 	}
@@ -7778,6 +8046,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/payments/{id}/capture (the `CapturePayment` operationId).
 	CapturePaymentWithResponse(ctx context.Context, id PaymentId, params *CapturePaymentParams, body CapturePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*CapturePaymentResponse, error)
 
+	// ListRefundsWithResponse A payment's refunds, oldest first
+	//
+	// A list of the payment's refunds, oldest first, paged like the
+	// webhook endpoints list: pass the `id` of the last refund of a page
+	// as `starting_after` for the next one while `has_more` is true.
+	// Another account's payment is `404 not_found`; a `starting_after`
+	// that is not a refund of this payment is `400 invalid_request`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/payments/{id}/refunds (the `ListRefunds` operationId).
+	ListRefundsWithResponse(ctx context.Context, id PaymentId, params *ListRefundsParams, reqEditors ...RequestEditorFn) (*ListRefundsResponse, error)
+
 	// CreateRefundWithBodyWithResponse Refund a captured payment
 	//
 	// Refunds part or all of the captured amount. The payment keeps status
@@ -7804,6 +8085,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/payments/{id}/refunds (the `CreateRefund` operationId).
 	CreateRefundWithResponse(ctx context.Context, id PaymentId, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error)
 
+	// GetRefundWithResponse Get a refund
+	//
+	// The refund's current state: a refund answered `202` (status
+	// `unknown`) can be read here until the reconciler settles it.
+	// Another account's refund is `404 not_found`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/refunds/{id} (the `GetRefund` operationId).
+	GetRefundWithResponse(ctx context.Context, id RefundId, params *GetRefundParams, reqEditors ...RequestEditorFn) (*GetRefundResponse, error)
+
 	// ListWebhookEndpointsWithResponse The account's webhook endpoints
 	//
 	// Paged by id; secrets are never shown here.
@@ -7829,6 +8121,9 @@ type ClientWithResponsesInterface interface {
 	// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 	// `Idempotency-Key` and body answers the same endpoint with
 	// `Idempotent-Replayed: true`; another body is `422`.
+	// An endpoint whose `url` another endpoint of the account already has
+	// is created all the same (as Stripe does), and the answer names the
+	// others in `same_url_endpoints`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7851,6 +8146,9 @@ type ClientWithResponsesInterface interface {
 	// endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 	// `Idempotency-Key` and body answers the same endpoint with
 	// `Idempotent-Replayed: true`; another body is `422`.
+	// An endpoint whose `url` another endpoint of the account already has
+	// is created all the same (as Stripe does), and the answer names the
+	// others in `same_url_endpoints`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11362,6 +11660,111 @@ func (r CapturePaymentResponse) ContentType() string {
 	return ""
 }
 
+// ListRefundsResponse200Headers the declared response headers of an HTTP 200 response for ListRefunds
+type ListRefundsResponse200Headers struct {
+	XRequestId *string
+}
+
+// ListRefundsResponse400Headers the declared response headers of an HTTP 400 response for ListRefunds
+type ListRefundsResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListRefundsResponse401Headers the declared response headers of an HTTP 401 response for ListRefunds
+type ListRefundsResponse401Headers struct {
+	XRequestId *string
+}
+
+// ListRefundsResponse404Headers the declared response headers of an HTTP 404 response for ListRefunds
+type ListRefundsResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListRefundsResponse503Headers the declared response headers of an HTTP 503 response for ListRefunds
+type ListRefundsResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListRefundsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RefundList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *InvalidRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListRefundsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListRefundsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRefundsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListRefundsResponse404Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRefundsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRefundsResponse) GetJSON200() *RefundList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListRefundsResponse) GetApplicationproblemJSON400() *InvalidRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRefundsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListRefundsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRefundsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRefundsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRefundsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRefundsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRefundsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateRefundResponse200Headers the declared response headers of an HTTP 200 response for CreateRefund
 type CreateRefundResponse200Headers struct {
 	IdempotentReplayed *string
@@ -11564,6 +11967,97 @@ func (r CreateRefundResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateRefundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRefundResponse200Headers the declared response headers of an HTTP 200 response for GetRefund
+type GetRefundResponse200Headers struct {
+	XRequestId *string
+}
+
+// GetRefundResponse401Headers the declared response headers of an HTTP 401 response for GetRefund
+type GetRefundResponse401Headers struct {
+	XRequestId *string
+}
+
+// GetRefundResponse404Headers the declared response headers of an HTTP 404 response for GetRefund
+type GetRefundResponse404Headers struct {
+	XRequestId *string
+}
+
+// GetRefundResponse503Headers the declared response headers of an HTTP 503 response for GetRefund
+type GetRefundResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetRefundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Refund
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetRefundResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRefundResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetRefundResponse404Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRefundResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRefundResponse) GetJSON200() *Refund {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRefundResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRefundResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRefundResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRefundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRefundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRefundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRefundResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13269,6 +13763,25 @@ func (c *ClientWithResponses) CapturePaymentWithResponse(ctx context.Context, id
 	return ParseCapturePaymentResponse(rsp)
 }
 
+// ListRefundsWithResponse A payment's refunds, oldest first
+//
+// A list of the payment's refunds, oldest first, paged like the
+// webhook endpoints list: pass the `id` of the last refund of a page
+// as `starting_after` for the next one while `has_more` is true.
+// Another account's payment is `404 not_found`; a `starting_after`
+// that is not a refund of this payment is `400 invalid_request`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/payments/{id}/refunds (the `ListRefunds` operationId).
+func (c *ClientWithResponses) ListRefundsWithResponse(ctx context.Context, id PaymentId, params *ListRefundsParams, reqEditors ...RequestEditorFn) (*ListRefundsResponse, error) {
+	rsp, err := c.ListRefunds(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRefundsResponse(rsp)
+}
+
 // CreateRefundWithBodyWithResponse Refund a captured payment
 //
 // Refunds part or all of the captured amount. The payment keeps status
@@ -13307,6 +13820,23 @@ func (c *ClientWithResponses) CreateRefundWithResponse(ctx context.Context, id P
 	return ParseCreateRefundResponse(rsp)
 }
 
+// GetRefundWithResponse Get a refund
+//
+// The refund's current state: a refund answered `202` (status
+// `unknown`) can be read here until the reconciler settles it.
+// Another account's refund is `404 not_found`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/refunds/{id} (the `GetRefund` operationId).
+func (c *ClientWithResponses) GetRefundWithResponse(ctx context.Context, id RefundId, params *GetRefundParams, reqEditors ...RequestEditorFn) (*GetRefundResponse, error) {
+	rsp, err := c.GetRefund(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRefundResponse(rsp)
+}
+
 // ListWebhookEndpointsWithResponse The account's webhook endpoints
 //
 // Paged by id; secrets are never shown here.
@@ -13338,6 +13868,9 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 // `Idempotency-Key` and body answers the same endpoint with
 // `Idempotent-Replayed: true`; another body is `422`.
+// An endpoint whose `url` another endpoint of the account already has
+// is created all the same (as Stripe does), and the answer names the
+// others in `same_url_endpoints`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13366,6 +13899,9 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // endpoints; the 17th is `409 limit_exceeded`. A retry with the same
 // `Idempotency-Key` and body answers the same endpoint with
 // `Idempotent-Replayed: true`; another body is `422`.
+// An endpoint whose `url` another endpoint of the account already has
+// is created all the same (as Stripe does), and the answer names the
+// others in `same_url_endpoints`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17483,6 +18019,120 @@ func ParseCapturePaymentResponse(rsp *http.Response) (*CapturePaymentResponse, e
 	return response, nil
 }
 
+// ParseListRefundsResponse parses an HTTP response from a ListRefundsWithResponse call
+func ParseListRefundsResponse(rsp *http.Response) (*ListRefundsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRefundsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RefundList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListRefundsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListRefundsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListRefundsResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListRefundsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRefundsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateRefundResponse parses an HTTP response from a CreateRefundWithResponse call
 func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17731,6 +18381,103 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateRefundResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRefundResponse parses an HTTP response from a GetRefundWithResponse call
+func ParseGetRefundResponse(rsp *http.Response) (*GetRefundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRefundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Refund
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetRefundResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetRefundResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetRefundResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRefundResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -92,7 +92,7 @@ func webhooksCommand(ctx context.Context, args []string, getenv func(string) str
 			}
 		}
 		r := registrar{api: strings.TrimRight(*apiURL, "/"), key: *apiKey, client: &http.Client{Timeout: 15 * time.Second}}
-		ep, how, err := r.register(ctx, self, evs)
+		ep, how, others, err := r.register(ctx, self, evs)
 		if err != nil {
 			return fmt.Errorf("webhooks listen: register %s with %s: %w", self, *apiURL, err)
 		}
@@ -100,6 +100,9 @@ func webhooksCommand(ctx context.Context, args []string, getenv func(string) str
 			return fmt.Errorf("webhooks listen: the service's secret: %w", err)
 		}
 		fmt.Fprintf(stderr, "webhooks listen: endpoint %s %s at %s for %s\n", ep.ID, how, *apiURL, strings.Join(ep.EnabledEvents, ","))
+		if len(others) > 0 {
+			fmt.Fprint(stderr, sameURLWarning(self, others))
+		}
 	}
 
 	hs := &http.Server{Handler: &l, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second}
@@ -222,38 +225,56 @@ type endpointView struct {
 	Status        string   `json:"status"`
 	EnabledEvents []string `json:"enabled_events"`
 	Secret        string   `json:"secret"`
+	// SameURL is in a creation's answer only.
+	SameURL []string `json:"same_url_endpoints"`
 }
 
 // register makes self an enabled endpoint for events and returns it with
-// its secret. An endpoint already at self (an earlier run) gets a new
-// secret instead of a sibling: a second endpoint would sign with a secret
-// this run does not know, and every delivery to it would be refused.
-func (r registrar) register(ctx context.Context, self string, events []string) (endpointView, string, error) {
+// its secret, and the ids of the account's other endpoints at self. An
+// endpoint already at self (an earlier run) gets a new secret instead of a
+// sibling: a second endpoint would sign with a secret this run does not
+// know, and every delivery to it would be refused.
+func (r registrar) register(ctx context.Context, self string, events []string) (endpointView, string, []string, error) {
 	existing, err := r.find(ctx, self)
 	if err != nil {
-		return endpointView{}, "", err
+		return endpointView{}, "", nil, err
 	}
-	if existing == nil {
+	if len(existing) == 0 {
+		// Another run may have registered self since the lookup: the
+		// creation's answer names such siblings.
 		var ep endpointView
 		err := r.do(ctx, http.MethodPost, "/v1/webhook_endpoints", map[string]any{
 			"url": self, "enabled_events": events, "description": "payments webhooks listen",
 		}, http.StatusCreated, &ep)
-		return ep, "registered", err
+		return ep, "registered", ep.SameURL, err
 	}
+	var others []string
+	for _, o := range existing[1:] {
+		others = append(others, o.ID)
+	}
+	id := existing[0].ID
 	var ep endpointView
-	if err := r.do(ctx, http.MethodPatch, "/v1/webhook_endpoints/"+existing.ID,
+	if err := r.do(ctx, http.MethodPatch, "/v1/webhook_endpoints/"+id,
 		map[string]any{"enabled": true, "enabled_events": events}, http.StatusOK, &ep); err != nil {
-		return endpointView{}, "", err
+		return endpointView{}, "", nil, err
 	}
-	if err := r.do(ctx, http.MethodPost, "/v1/webhook_endpoints/"+existing.ID+"/rotate_secret",
+	if err := r.do(ctx, http.MethodPost, "/v1/webhook_endpoints/"+id+"/rotate_secret",
 		map[string]any{}, http.StatusOK, &ep); err != nil {
-		return endpointView{}, "", err
+		return endpointView{}, "", nil, err
 	}
-	return ep, "reused (secret rotated)", nil
+	return ep, "reused (secret rotated)", others, nil
 }
 
-// find returns the account's endpoint whose URL is url, or nil.
-func (r registrar) find(ctx context.Context, url string) (*endpointView, error) {
+// sameURLWarning is the line that names the other endpoints at self: each
+// signs with its own secret, so this listener refuses their deliveries.
+func sameURLWarning(self string, others []string) string {
+	return fmt.Sprintf("webhooks listen: warning: %d other endpoint(s) also deliver to %s, signed with secrets this listener does not know, so their deliveries are refused here: %s (delete them with DELETE /v1/webhook_endpoints/{id})\n",
+		len(others), self, strings.Join(others, ", "))
+}
+
+// find returns the account's endpoints whose URL is url, by id.
+func (r registrar) find(ctx context.Context, url string) ([]endpointView, error) {
+	var found []endpointView
 	after := ""
 	for {
 		var page struct {
@@ -269,11 +290,11 @@ func (r registrar) find(ctx context.Context, url string) (*endpointView, error) 
 		}
 		for i := range page.Data {
 			if page.Data[i].URL == url {
-				return &page.Data[i], nil
+				found = append(found, page.Data[i])
 			}
 		}
 		if !page.HasMore || len(page.Data) == 0 {
-			return nil, nil
+			return found, nil
 		}
 		after = page.Data[len(page.Data)-1].ID
 	}

@@ -284,3 +284,34 @@ func TestWebhooksListenRegister(t *testing.T) {
 		}
 	}
 }
+
+// Endpoints at the listener's URL beyond the one it reuses sign with
+// secrets it does not know: --register names them on stderr.
+func TestWebhooksListenRegisterWarnsOfSameURL(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{WebhookAllowPrivate: true})
+	addr := freeAddr(t)
+	self := "http://" + addr + "/"
+	var ids []string
+	for _, key := range []string{"same-1", "same-2"} {
+		r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/webhook_endpoints", Key: key,
+			Body: fmt.Sprintf(`{"url":%q,"enabled_events":["*"]}`, self)})
+		apitest.WantStatus(t, r, http.StatusCreated)
+		ids = append(ids, r.JSON(t)["id"].(string))
+	}
+	_, _, stderr, stop := listening(t, env("PAYMENTS_API_KEY", e.APIKey), "--addr", addr, "--register", "--api-url", e.URL)
+	stop()
+	out := stderr.String()
+	reused := fmt.Sprintf("endpoint %s reused (secret rotated)", min(ids[0], ids[1]))
+	warning := fmt.Sprintf("warning: 1 other endpoint(s) also deliver to %s", self)
+	if !strings.Contains(out, reused) || !strings.Contains(out, warning) || !strings.Contains(out, max(ids[0], ids[1])) {
+		t.Fatalf("stderr does not reuse one endpoint and name the other:\n%s", out)
+	}
+
+	// A listener alone at its URL prints no warning.
+	_, _, stderr, stop = listening(t, env("PAYMENTS_API_KEY", e.APIKey), "--addr", freeAddr(t), "--register", "--api-url", e.URL)
+	stop()
+	if out := stderr.String(); !strings.Contains(out, " registered at ") || strings.Contains(out, "warning") {
+		t.Fatalf("a new endpoint alone at its URL:\n%s", out)
+	}
+}

@@ -56,6 +56,9 @@ type Endpoint struct {
 	FailingSince      *time.Time
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	// SameURL is filled only in a creation's answer: the account's other
+	// endpoints with this URL, each signing with its own secret.
+	SameURL []string
 }
 
 // view is the public JSON shape.
@@ -67,6 +70,7 @@ type view struct {
 	Description   string   `json:"description"`
 	Status        string   `json:"status"`
 	Secret        *string  `json:"secret,omitempty"`
+	SameURL       []string `json:"same_url_endpoints,omitzero"`
 	CreatedAt     string   `json:"created_at"`
 	UpdatedAt     string   `json:"updated_at"`
 }
@@ -79,6 +83,7 @@ func (e *Endpoint) View() any {
 	if e.Secret != "" {
 		v.Secret = &e.Secret
 	}
+	v.SameURL = e.SameURL
 	return v
 }
 
@@ -144,6 +149,9 @@ type Store interface {
 	// WebhookEndpointGetAny reads an endpoint of any account, deleted ones too.
 	WebhookEndpointGetAny(ctx context.Context, id string) (*Endpoint, error)
 	WebhookEndpointList(ctx context.Context, accountID, after string, limit int) ([]*Endpoint, error)
+	// WebhookEndpointIDsByURL names the account's other live endpoints
+	// with this URL.
+	WebhookEndpointIDsByURL(ctx context.Context, accountID, url, exceptID string) ([]string, error)
 	WebhookEndpointUpdate(ctx context.Context, e *Endpoint, now time.Time) (*Endpoint, error)
 	WebhookEndpointDelete(ctx context.Context, accountID, id string, now time.Time) error
 	WebhookEndpointRotate(ctx context.Context, accountID, id string, secretEnc, keyHash []byte, previousExpiresAt, now time.Time) (*Endpoint, error)
@@ -295,6 +303,15 @@ func (s *Service) Create(ctx context.Context, accountID, key string, r EndpointR
 	}
 	if got.Secret, err = s.seal.Open(got.SecretEnc); err != nil {
 		return nil, false, err
+	}
+	// A second endpoint with one URL is allowed (as Stripe), but it signs
+	// with its own secret: the answer names the others, so a merchant who
+	// meant to replace one can delete it.
+	if got.SameURL, err = s.store.WebhookEndpointIDsByURL(ctx, accountID, got.URL, got.ID); err != nil {
+		return nil, false, err
+	}
+	if got.SameURL == nil {
+		got.SameURL = []string{}
 	}
 	return got, !created, nil
 }

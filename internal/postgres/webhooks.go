@@ -252,6 +252,16 @@ func (s *WebhookStore) WebhookEndpointList(ctx context.Context, accountID, after
 	return out, nil
 }
 
+// WebhookEndpointIDsByURL names the account's other live endpoints with
+// this URL.
+func (s *WebhookStore) WebhookEndpointIDsByURL(ctx context.Context, accountID, url, exceptID string) ([]string, error) {
+	ids, err := s.db.q.WebhookEndpointIDsByURL(ctx, dbsqlc.WebhookEndpointIDsByURLParams{AccountID: accountID, Url: url, ExceptID: exceptID})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return ids, nil
+}
+
 func (s *WebhookStore) WebhookEndpointListAll(ctx context.Context, after string, limit int) ([]*notify.Endpoint, error) {
 	rows, err := s.db.q.WebhookEndpointListAll(ctx, dbsqlc.WebhookEndpointListAllParams{AfterID: after, MaxRows: int32(limit)})
 	if err != nil {

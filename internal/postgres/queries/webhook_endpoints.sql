@@ -134,3 +134,10 @@ WHERE j.kind = 'webhook_delivery' AND j.state IN ('pending', 'available', 'sched
 GROUP BY e.id
 ORDER BY 2 DESC, e.id
 LIMIT sqlc.arg(max_rows);
+
+-- The account's other live endpoints with this URL, named in a creation's
+-- answer (webhook_endpoints_account serves the account's few rows).
+-- name: WebhookEndpointIDsByURL :many
+SELECT id FROM webhook_endpoints
+WHERE account_id = @account_id AND url = @url AND deleted_at IS NULL AND id <> @except_id
+ORDER BY id;

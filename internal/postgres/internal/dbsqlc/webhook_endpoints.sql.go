@@ -424,6 +424,40 @@ func (q *Queries) WebhookEndpointGetAny(ctx context.Context, id string) (Webhook
 	return i, err
 }
 
+const webhookEndpointIDsByURL = `-- name: WebhookEndpointIDsByURL :many
+SELECT id FROM webhook_endpoints
+WHERE account_id = $1 AND url = $2 AND deleted_at IS NULL AND id <> $3
+ORDER BY id
+`
+
+type WebhookEndpointIDsByURLParams struct {
+	AccountID string
+	Url       string
+	ExceptID  string
+}
+
+// The account's other live endpoints with this URL, named in a creation's
+// answer (webhook_endpoints_account serves the account's few rows).
+func (q *Queries) WebhookEndpointIDsByURL(ctx context.Context, arg WebhookEndpointIDsByURLParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointIDsByURL, arg.AccountID, arg.Url, arg.ExceptID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookEndpointInsert = `-- name: WebhookEndpointInsert :one
 INSERT INTO webhook_endpoints (id, account_id, url, enabled_events, description, status, secret_enc,
                                create_key_hash, create_fingerprint, created_at, updated_at)
