@@ -46,6 +46,14 @@ client-diff: ## fail if api/client is not what openapi.yaml generates
 		diff -u api/client/client.gen.go "$$tmp/client.gen.go" || \
 		{ echo "api/client is stale: run make generate"; exit 1; }
 
+.PHONY: ts
+ts: ## TypeScript client (clients/typescript): npm ci from the lockfile, generated types current, tsc --noEmit
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run --silent check-generated && npm run --silent typecheck
+
+.PHONY: ts-generate
+ts-generate: ## regenerate clients/typescript/src/schema.d.ts from openapi.yaml
+	cd clients/typescript && npm run --silent generate
+
 .PHONY: verify
 verify: ## generated code current, OpenAPI lint, gofmt, go vet, staticcheck, go.mod tidy, Dockerfile and script checks
 	$(GO) tool sqlc diff

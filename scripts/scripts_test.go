@@ -146,7 +146,8 @@ func TestTestShRequiresStripeMock(t *testing.T) {
 			for dir, files := range map[string]map[string]string{
 				filepath.Join(root, "scripts"): {"test.sh": string(src)},
 				stubs: {
-					"make": "#!/bin/sh\necho 'go: downloading stripe-mock: proxy unreachable' >&2\nexit 2\n",
+					// The TypeScript client's check (make -s ts) passes.
+					"make": "#!/bin/sh\n[ \"$2\" = ts ] && exit 0\necho 'go: downloading stripe-mock: proxy unreachable' >&2\nexit 2\n",
 					"go":   "#!/bin/sh\necho \"$REQUIRE_STRIPE_MOCK\" > \"$(dirname \"$0\")/go-ran\"\n",
 					// Present, so the run installs no browser.
 					"chromium": "#!/bin/sh\nexit 0\n",

@@ -59,6 +59,16 @@ elif ! have_chromium; then
   fi
 fi
 
+# The TypeScript client (clients/typescript): dependencies from its
+# lockfile, generated types current, type-checked; api/client's
+# TestTypeScriptClient then runs its node test against the service. Skipped,
+# with this line, where node or npm is missing.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  make -s ts >&2
+else
+  echo "test.sh: node/npm not found: the TypeScript client is not type-checked or tested (install Node.js 20+ and npm)" >&2
+fi
+
 go test -race -count=1 -timeout 20m ./...
 
 # The money path a second time, every service instance behind PgBouncer in
