@@ -29,9 +29,14 @@ plus 5s) before exit. Any number of instances may start at once.
 settings: DATABASE_URL, ENCRYPTION_KEY (required); HTTP_ADDR, ADMIN_TOKEN
 (at least 32 characters), METRICS_ADDR, TRUSTED_PROXY_CIDRS, STRIPE_API_BASE, PROVIDER_TIMEOUT, IN_PROGRESS_LEASE and the rest listed in
 the README.`},
-	{name: "migrate", summary: "apply database migrations",
+	{name: "migrate", synopsis: "[status]", summary: "apply database migrations, or list them with status",
 		details: `Applies pending migrations (goose up) under a PostgreSQL session lock, so
 many instances may run it at once.
+
+status lists every migration this binary carries, one a line: applied (with
+when) or pending; then, when a newer release has migrated the database
+further, the newest version it applied ("newer"). Changes nothing and takes
+no lock. Upgrade rules: docs/upgrading.md.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
 	{name: "reconcile", synopsis: "--once | --audit [--since D]", summary: "one reconciliation or audit pass for a cron job; prints a JSON summary",
@@ -291,7 +296,15 @@ func withoutSettings(ctx context.Context, args []string, getenv func(string) str
 		return true, healthcheck(ctx, args[1:], getenv, stdout)
 	case "webhooks":
 		return true, webhooksCommand(ctx, args[1:], getenv, stdout, stderr)
-	case "serve", "migrate":
+	case "migrate":
+		if len(args) == 2 && args[1] == "status" {
+			return false, nil
+		}
+		if len(args) > 1 {
+			return true, usageErrorf("migrate takes no arguments other than status, got %q (see payments migrate --help)", args[1])
+		}
+		return false, nil
+	case "serve":
 		if err := noArguments(args[0], args[1:]); err != nil {
 			return true, err
 		}
