@@ -207,7 +207,7 @@ CMD ["serve"]
 		t.Fatalf("the old Dockerfile passes: exit %d", code)
 	}
 	for _, want := range []string{"HEALTHCHECK", "must not contain the provider simulator", "AS providersim",
-		"GOTOOLCHAIN=local", "go mod download", "older than go.mod", "stop timeout"} {
+		"GOTOOLCHAIN=local", "go mod download", "older than go.mod", "stop timeout", "stamp the version", "ARG VERSION"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the check does not name %q:\n%s", want, stderr)
 		}

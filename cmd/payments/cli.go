@@ -146,8 +146,11 @@ accept a local http URL. Neither the secret nor the key is ever printed.
 
 settings: WEBHOOK_SECRET, PAYMENTS_API_KEY only.`},
 	{name: "version", summary: "print the version, commit and Go version of this build",
-		details: `Reads the build information Go stamps into the binary (module version,
-VCS revision and time, whether the tree was modified). Reads no setting.`},
+		details: `Prints the version stamped at build time (make build and the image stamp
+git describe --always --dirty), else the VCS revision Go recorded, else
+(devel); then the commit, its time and whether the tree was modified, the
+Go version and platform. The payments_build_info metric carries the same
+version. Reads no setting.`},
 	{name: "healthcheck", synopsis: "[--url U] [--timeout D]",
 		summary: "exit 0 when the service's /readyz answers 200 (for container health checks)",
 		details: `GETs /readyz (database reachable, migrations applied) of the service on

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acmepay/payments/internal/buildinfo"
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/payment"
@@ -133,7 +134,7 @@ func New(statuses StatusCounter, backlog Backlog, lag FeedLag) *Metrics {
 		m.reconRuns, m.reconSeen, m.reconLeft, m.reconAlert, m.reconDone, m.webhooks, m.deliveries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.circuits = newCircuitGauge()
-	m.Registry.MustRegister(m.circuits)
+	m.Registry.MustRegister(m.circuits, newBuildInfo(buildinfo.Get()))
 	m.initKnownSeries()
 	m.db = newDatabaseGauges(statuses, backlog, lag)
 	m.Registry.MustRegister(m.db)
