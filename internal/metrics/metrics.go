@@ -20,8 +20,8 @@ import (
 // StatusCounter counts payments by status; RefreshDatabase reads it.
 type StatusCounter func(ctx context.Context) (map[string]int64, error)
 
-// Backlog reports the events no consumer has fetched yet and the age of
-// the oldest; RefreshDatabase reads it.
+// Backlog reports the events the feed's active consumers have not fetched
+// yet and the age of the oldest; RefreshDatabase reads it.
 type Backlog func(ctx context.Context) (unread int64, oldest time.Duration, err error)
 
 // FeedLag reports how long the events feed may lag commits: the age of the
