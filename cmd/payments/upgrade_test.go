@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/acmepay/payments/internal/apitest"
-	"github.com/acmepay/payments/migrations"
 )
 
 // git runs git in this checkout and returns its trimmed output.
@@ -21,36 +19,40 @@ func git(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// previousRelease names the code that ran before the newest migration: the
-// parent of the commit that added it, or HEAD while that migration is not
-// committed yet (a change being written). It skips the test without git
-// history to read.
+// previousRelease names the code that ran before the newest migration
+// added: the parent of the last commit that added a file to migrations/,
+// or HEAD while a new migration is not committed yet (a change being
+// written). Added, not numbered: branches merge migrations out of number
+// order. It skips the test without git history to read.
 func previousRelease(t *testing.T) (commit, newest string) {
 	t.Helper()
-	files, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("migrations: %v", err)
-	}
-	newest = files[len(files)-1]
 	if _, err := git("rev-parse", "--show-toplevel"); err != nil {
 		t.Skip("no git history (not a git checkout, or no git): cannot build the release before the newest migration")
 	}
-	added, err := git("log", "-1", "--diff-filter=A", "--format=%H", "--", "../../migrations/"+newest)
+	const sql = "../../migrations/*.sql"
+	pending, err := git("status", "--porcelain", "--untracked-files=all", "--", sql)
 	if err != nil {
-		t.Fatalf("git log: %v", err)
+		t.Fatalf("git status: %v", err)
 	}
-	if added == "" {
-		head, err := git("rev-parse", "HEAD")
-		if err != nil {
-			t.Fatal(err)
+	for _, line := range strings.Split(pending, "\n") {
+		if strings.HasPrefix(line, "??") || strings.HasPrefix(line, "A") {
+			head, err := git("rev-parse", "HEAD")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return head, strings.TrimSpace(line[2:])
 		}
-		return head, newest
 	}
-	parent, err := git("rev-parse", "--verify", "--quiet", added+"^")
+	added, err := git("log", "-1", "--diff-filter=A", "--format=%H", "--name-only", "--", sql)
+	if err != nil || added == "" {
+		t.Fatalf("git log of migrations/: %v (%q)", err, added)
+	}
+	fields := strings.Fields(added)
+	parent, err := git("rev-parse", "--verify", "--quiet", fields[0]+"^")
 	if err != nil {
-		t.Skipf("the commit that added %s (%s) has no parent in this clone (shallow?): cannot build the release before it", newest, added)
+		t.Skipf("the commit that added %s (%s) has no parent in this clone (shallow?): cannot build the release before it", fields[1:], fields[0])
 	}
-	return parent, newest
+	return parent, strings.Join(fields[1:], " ")
 }
 
 // buildCommit builds cmd/payments as it was at commit.
