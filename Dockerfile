@@ -1,5 +1,7 @@
 # Production image: only the payments binary.
-#   docker build -t payments .
+#   docker build --build-arg VERSION=$(git describe --always --dirty) -t payments .
+# (or `make image`). VERSION is what `payments version` and the
+# payments_build_info metric report; .git stays out of the build context.
 #   docker run --stop-timeout 30 -p 8080:8080 -e DATABASE_URL=... -e ENCRYPTION_KEY=... payments
 # The provider simulator, for local and test set-ups only, is its own target:
 #   docker build --target providersim -t payments-providersim .
@@ -20,8 +22,10 @@ COPY . .
 # No `go mod download`: it would fetch the `tool` dependencies (sqlc,
 # staticcheck) too. Building one command downloads only the modules it
 # imports.
+ARG VERSION=unknown
 RUN --mount=type=cache,target=/root/go/pkg/mod \
-    go build -trimpath -ldflags="-s -w" -o /out/payments ./cmd/payments
+    go build -trimpath -ldflags="-s -w -X github.com/acmepay/payments/internal/buildinfo.Version=${VERSION}" \
+    -o /out/payments ./cmd/payments
 
 FROM build AS build-providersim
 RUN --mount=type=cache,target=/root/go/pkg/mod \

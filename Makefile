@@ -4,6 +4,10 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 STRIPE_MOCK_VERSION := v0.203.0
+# The version stamped into the binaries (`payments version`,
+# payments_build_info); the image takes it as --build-arg VERSION.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+LDFLAGS := -X github.com/acmepay/payments/internal/buildinfo.Version=$(VERSION)
 
 .PHONY: help
 help: ## list the targets
@@ -107,5 +111,9 @@ tools: ## install stripe-mock into ./bin (used by the adapter's wire tests)
 	GOBIN=$(BIN) $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 
 .PHONY: build
-build: ## build the binaries into ./bin
-	$(GO) build -o $(BIN)/ ./cmd/payments ./cmd/providersim
+build: ## build the binaries into ./bin, stamped with `git describe` (VERSION=… overrides)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/payments ./cmd/providersim
+
+.PHONY: image
+image: ## build the production image, stamped with the same version as `make build`
+	docker build --build-arg VERSION=$(VERSION) -t payments:$(VERSION) .

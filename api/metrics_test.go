@@ -343,20 +343,32 @@ func TestMetricsExposedFromTheStart(t *testing.T) {
 	want("payments_http_requests_total", "route", "/healthz", "method", "GET", "status", "200")
 }
 
+// The backlog counts the events of accounts whose consumer reads the feed:
+// a merchant that never polls has no consumer to fall behind.
 func TestMetricsEventBacklog(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	wantStatus(t, create(e, "k-backlog", createBody("pedido-backlog", 100)), http.StatusCreated)
-	if got := scrapeMetrics(t, e).get("payments_events_backlog"); got != 2 {
-		t.Fatalf("backlog = %v, want 2 (processing, authorized) before any consumer read", got)
+	if got := scrapeMetrics(t, e).get("payments_events_backlog"); got != 0 {
+		t.Fatalf("backlog = %v, want 0 while no consumer reads the feed", got)
 	}
 	first := eventsPage(t, e, "", "", 100)
+	next := eventsPage(t, e, "", first.cursor(t), 100)
+	if got := scrapeMetrics(t, e).get("payments_events_backlog"); got != 0 {
+		t.Fatalf("backlog = %v after the cursor came back, want 0", got)
+	}
+	// Now the account has a consumer: what it has not fetched is its backlog.
+	wantStatus(t, create(e, "k-backlog-2", createBody("pedido-backlog-2", 100)), http.StatusCreated)
+	if got := scrapeMetrics(t, e).get("payments_events_backlog"); got != 2 {
+		t.Fatalf("backlog = %v, want 2 (processing, authorized) behind an active consumer", got)
+	}
 	// Fetching is not processing: the backlog shrinks when the consumer
 	// passes the cursor back.
+	second := eventsPage(t, e, "", next.cursor(t), 100)
 	if got := scrapeMetrics(t, e).get("payments_events_backlog"); got != 2 {
 		t.Fatalf("backlog = %v after a fetch, want 2", got)
 	}
-	eventsPage(t, e, "", first.cursor(t), 100)
+	eventsPage(t, e, "", second.cursor(t), 100)
 	sc := scrapeMetrics(t, e)
 	if got := sc.get("payments_events_backlog"); got != 0 {
 		t.Fatalf("backlog = %v after the cursor came back, want 0", got)

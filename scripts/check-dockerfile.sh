@@ -7,6 +7,7 @@
 #   - GOTOOLCHAIN=local, with a Go image at least as new as go.mod asks;
 #   - no `go mod download` (it fetches the tool dependencies) and the
 #     production build compiles only ./cmd/payments;
+#   - the production build stamps --build-arg VERSION into the binary;
 #   - a documented stop timeout longer than the drain (PROVIDER_TIMEOUT + 5s).
 # No pipefail: `printf | grep -q` would fail whenever grep quits before
 # printf has written (SIGPIPE), and the checks below read grep's answer.
@@ -42,6 +43,10 @@ build_stage="$(printf '%s\n' "$instructions" | awk -v s="$(printf '%s\n' "$last_
 	'toupper($1)=="FROM"{on=(tolower($NF)==tolower(s))} on')"
 printf '%s\n' "$build_stage" | grep -E '^RUN .*go build' | grep -q './cmd/payments' ||
 	bad 'the stage the production image copies from must build ./cmd/payments'
+printf '%s\n' "$build_stage" | grep -E '^RUN .*go build' | grep -q -- '-X github.com/acmepay/payments/internal/buildinfo.Version=${VERSION}' ||
+	bad 'the production build must stamp the version: ARG VERSION and -ldflags "-X github.com/acmepay/payments/internal/buildinfo.Version=${VERSION}"'
+printf '%s\n' "$build_stage" | grep -qE '^ARG VERSION' ||
+	bad 'the production build stage needs ARG VERSION (docker build --build-arg VERSION=$(git describe --always --dirty))'
 printf '%s\n' "$build_stage" | grep -E '^RUN .*go build' | grep -q 'providersim' &&
 	bad 'the production build stage must not build the simulator'
 

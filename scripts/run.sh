@@ -120,7 +120,9 @@ export STRIPE_API_BASE="${STRIPE_API_BASE:-http://$SIM_ADDR}"
 export MERCADOPAGO_API_BASE="${MERCADOPAGO_API_BASE:-$STRIPE_API_BASE}"
 
 echo "building…" >&2
-go build -o bin/ ./cmd/payments ./cmd/providersim
+# The version `payments version` and payments_build_info report.
+VERSION="$(git describe --always --dirty 2>/dev/null || true)"
+go build -ldflags "-X github.com/acmepay/payments/internal/buildinfo.Version=$VERSION" -o bin/ ./cmd/payments ./cmd/providersim
 
 bin/providersim -addr "$SIM_ADDR" 2>"$DATA/providersim.log" &
 SIM_PID=$!

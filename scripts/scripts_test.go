@@ -151,6 +151,8 @@ func TestTestShRequiresStripeMock(t *testing.T) {
 					"go":   "#!/bin/sh\necho \"$REQUIRE_STRIPE_MOCK\" > \"$(dirname \"$0\")/go-ran\"\n",
 					// Present, so the run installs no browser.
 					"chromium": "#!/bin/sh\nexit 0\n",
+					// Records how the alerting rules were checked.
+					"promtool": "#!/bin/sh\necho \"$*\" >> \"$(dirname \"$0\")/promtool-ran\"\n",
 				},
 			} {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -171,6 +173,10 @@ func TestTestShRequiresStripeMock(t *testing.T) {
 			}
 			if tc.wantExit != 0 && !strings.Contains(stderr, "stripe-mock could not be installed") {
 				t.Fatalf("stderr does not say why:\n%s", stderr)
+			}
+			promtool, _ := os.ReadFile(filepath.Join(stubs, "promtool-ran"))
+			if want := "check rules deploy/prometheus/alerts.yml\ntest rules deploy/prometheus/alerts_test.yml\n"; tc.wantGo != "" && string(promtool) != want {
+				t.Fatalf("promtool ran %q, want %q", promtool, want)
 			}
 		})
 	}
@@ -208,7 +214,7 @@ CMD ["serve"]
 		t.Fatalf("the old Dockerfile passes: exit %d", code)
 	}
 	for _, want := range []string{"HEALTHCHECK", "must not contain the provider simulator", "AS providersim",
-		"GOTOOLCHAIN=local", "go mod download", "older than go.mod", "stop timeout"} {
+		"GOTOOLCHAIN=local", "go mod download", "older than go.mod", "stop timeout", "stamp the version", "ARG VERSION"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the check does not name %q:\n%s", want, stderr)
 		}

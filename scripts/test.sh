@@ -69,6 +69,17 @@ else
   echo "test.sh: node/npm not found: the TypeScript client is not type-checked or tested (install Node.js 20+ and npm)" >&2
 fi
 
+# The alerting rules: syntax, then their unit tests (deploy/prometheus).
+# promtool comes with Debian's prometheus package; without it these two
+# checks skip, saying so (go test ./deploy still checks every metric they
+# name against the service's registry).
+if command -v promtool >/dev/null 2>&1; then
+  promtool check rules deploy/prometheus/alerts.yml
+  promtool test rules deploy/prometheus/alerts_test.yml
+else
+  echo "test.sh: promtool not found (apt-get install prometheus): skipping promtool check/test rules of deploy/prometheus/alerts.yml" >&2
+fi
+
 go test -race -count=1 -timeout 20m ./...
 
 # The money path a second time, every service instance behind PgBouncer in

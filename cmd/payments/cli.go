@@ -29,9 +29,14 @@ plus 5s) before exit. Any number of instances may start at once.
 settings: DATABASE_URL, ENCRYPTION_KEY (required); HTTP_ADDR, ADMIN_TOKEN
 (at least 32 characters), METRICS_ADDR, TRUSTED_PROXY_CIDRS, STRIPE_API_BASE, PROVIDER_TIMEOUT, IN_PROGRESS_LEASE and the rest listed in
 the README.`},
-	{name: "migrate", summary: "apply database migrations",
+	{name: "migrate", synopsis: "[status]", summary: "apply database migrations, or list them with status",
 		details: `Applies pending migrations (goose up) under a PostgreSQL session lock, so
 many instances may run it at once.
+
+status lists every migration this binary carries, one a line: applied (with
+when) or pending; then, when a newer release has migrated the database
+further, the newest version it applied ("newer"). Changes nothing and takes
+no lock. Upgrade rules: docs/upgrading.md.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required).`},
 	{name: "reconcile", synopsis: "--once | --audit [--since D]", summary: "one reconciliation or audit pass for a cron job; prints a JSON summary",
@@ -141,8 +146,11 @@ accept a local http URL. Neither the secret nor the key is ever printed.
 
 settings: WEBHOOK_SECRET, PAYMENTS_API_KEY only.`},
 	{name: "version", summary: "print the version, commit and Go version of this build",
-		details: `Reads the build information Go stamps into the binary (module version,
-VCS revision and time, whether the tree was modified). Reads no setting.`},
+		details: `Prints the version stamped at build time (make build and the image stamp
+git describe --always --dirty), else the VCS revision Go recorded, else
+(devel); then the commit, its time and whether the tree was modified, the
+Go version and platform. The payments_build_info metric carries the same
+version. Reads no setting.`},
 	{name: "healthcheck", synopsis: "[--url U] [--timeout D]",
 		summary: "exit 0 when the service's /readyz answers 200 (for container health checks)",
 		details: `GETs /readyz (database reachable, migrations applied) of the service on
@@ -291,7 +299,15 @@ func withoutSettings(ctx context.Context, args []string, getenv func(string) str
 		return true, healthcheck(ctx, args[1:], getenv, stdout)
 	case "webhooks":
 		return true, webhooksCommand(ctx, args[1:], getenv, stdout, stderr)
-	case "serve", "migrate":
+	case "migrate":
+		if len(args) == 2 && args[1] == "status" {
+			return false, nil
+		}
+		if len(args) > 1 {
+			return true, usageErrorf("migrate takes no arguments other than status, got %q (see payments migrate --help)", args[1])
+		}
+		return false, nil
+	case "serve":
 		if err := noArguments(args[0], args[1:]); err != nil {
 			return true, err
 		}

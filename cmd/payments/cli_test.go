@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/apitest"
+	"github.com/acmepay/payments/internal/buildinfo"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres"
 	"github.com/acmepay/payments/internal/postgres/postgrestest"
@@ -169,10 +169,8 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "payments ") || !strings.Contains(out.String(), runtime.Version()) {
 		t.Fatalf("version = %q", out.String())
 	}
-	got := versionLine(&debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "9955798abc"}, {Key: "vcs.time", Value: "2026-12-03T06:00:00Z"}, {Key: "vcs.modified", Value: "true"},
-	}})
-	want := "payments v1.4.0 commit 9955798abc (modified) of 2026-12-03T06:00:00Z " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+	got := versionLine(buildinfo.Info{Version: "v1.4.0", Revision: "9955798abc", Modified: true, Time: "2026-12-03T06:00:00Z", GoVersion: "go1.26.8"})
+	want := "payments v1.4.0 commit 9955798abc (modified) of 2026-12-03T06:00:00Z go1.26.8 " + runtime.GOOS + "/" + runtime.GOARCH
 	if got != want {
 		t.Fatalf("versionLine = %q, want %q", got, want)
 	}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/acmepay/payments/internal/app"
@@ -59,6 +60,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		defer db.Close()
+		if len(args) == 2 {
+			return printMigrationStatus(ctx, db, stdout)
+		}
 		if err := migrate(ctx, cfg, db); err != nil {
 			return err
 		}
@@ -117,6 +121,27 @@ func openDB(ctx context.Context, cfg config) (*postgres.DB, error) {
 // when it is DATABASE_URL, a connection of its own otherwise.
 func migrate(ctx context.Context, cfg config, db *postgres.DB) error {
 	return app.Migrate(ctx, cfg.appConfig(nil), db)
+}
+
+// printMigrationStatus prints one line a migration: state, when applied,
+// file.
+func printMigrationStatus(ctx context.Context, db *postgres.DB, stdout io.Writer) error {
+	all, err := postgres.MigrationStatus(ctx, db)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, m := range all {
+		switch {
+		case m.Source == "":
+			fmt.Fprintf(w, "newer\t-\tversion %d, applied by a newer release\n", m.Version)
+		case m.Applied:
+			fmt.Fprintf(w, "applied\t%s\t%s\n", m.AppliedAt.UTC().Format(time.RFC3339), m.Source)
+		default:
+			fmt.Fprintf(w, "pending\t-\t%s\n", m.Source)
+		}
+	}
+	return w.Flush()
 }
 
 // reconcileOnce is one pass for a cron job: the JSON summary on stdout,

@@ -4,41 +4,27 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
+
+	"github.com/acmepay/payments/internal/buildinfo"
 )
 
-// printVersion prints one line from the build information Go stamps into
-// the binary: module version, VCS revision and time, Go version, platform.
+// printVersion prints one line: the version stamped at build time (or the
+// VCS revision Go recorded), commit and its time, Go version, platform.
 func printVersion(stdout io.Writer) error {
-	bi, _ := debug.ReadBuildInfo()
-	_, err := fmt.Fprintln(stdout, versionLine(bi))
+	_, err := fmt.Fprintln(stdout, versionLine(buildinfo.Get()))
 	return err
 }
 
-func versionLine(bi *debug.BuildInfo) string {
-	version, revision, when, modified := "(unknown)", "", "", false
-	if bi != nil {
-		version = bi.Main.Version
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				revision = s.Value
-			case "vcs.time":
-				when = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-	}
-	line := "payments " + version
-	if revision != "" {
-		line += " commit " + revision
-		if modified {
+func versionLine(bi buildinfo.Info) string {
+	line := "payments " + bi.Version
+	if bi.Revision != "" {
+		line += " commit " + bi.Revision
+		if bi.Modified {
 			line += " (modified)"
 		}
-		if when != "" {
-			line += " of " + when
+		if bi.Time != "" {
+			line += " of " + bi.Time
 		}
 	}
-	return line + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+	return line + " " + bi.GoVersion + " " + runtime.GOOS + "/" + runtime.GOARCH
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acmepay/payments/internal/buildinfo"
 	"github.com/acmepay/payments/internal/idempotency"
 	"github.com/acmepay/payments/internal/inbound"
 	"github.com/acmepay/payments/internal/payment"
@@ -19,8 +20,8 @@ import (
 // StatusCounter counts payments by status; RefreshDatabase reads it.
 type StatusCounter func(ctx context.Context) (map[string]int64, error)
 
-// Backlog reports the events no consumer has fetched yet and the age of
-// the oldest; RefreshDatabase reads it.
+// Backlog reports the events the feed's active consumers have not fetched
+// yet and the age of the oldest; RefreshDatabase reads it.
 type Backlog func(ctx context.Context) (unread int64, oldest time.Duration, err error)
 
 // FeedLag reports how long the events feed may lag commits: the age of the
@@ -133,7 +134,7 @@ func New(statuses StatusCounter, backlog Backlog, lag FeedLag) *Metrics {
 		m.reconRuns, m.reconSeen, m.reconLeft, m.reconAlert, m.reconDone, m.webhooks, m.deliveries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.circuits = newCircuitGauge()
-	m.Registry.MustRegister(m.circuits)
+	m.Registry.MustRegister(m.circuits, newBuildInfo(buildinfo.Get()))
 	m.initKnownSeries()
 	m.db = newDatabaseGauges(statuses, backlog, lag)
 	m.Registry.MustRegister(m.db)

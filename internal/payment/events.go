@@ -87,7 +87,7 @@ func (s *Service) Events(ctx context.Context, accountID, after string, limit int
 		// The position a consumer passes back is what it has processed: the
 		// events after it are the backlog.
 		if pos != (FeedPosition{}) {
-			if err := s.store.AccountFeedCursorAdvance(ctx, accountID, pos); err != nil {
+			if err := s.store.AccountFeedCursorAdvance(ctx, accountID, pos, s.clock()); err != nil {
 				return Page{}, err
 			}
 		}

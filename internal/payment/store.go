@@ -39,8 +39,9 @@ type Store interface {
 	// payment, oldest first, after the refund after (nil: from the first).
 	RefundListByPaymentAfter(ctx context.Context, accountID, paymentID string, after *Refund, limit int) ([]*Refund, error)
 	PaymentGetByProviderID(ctx context.Context, accountID, providerPaymentID string) (*Payment, error)
-	// AccountFeedCursorAdvance records the cursor an account's consumer passed back.
-	AccountFeedCursorAdvance(ctx context.Context, accountID string, pos FeedPosition) error
+	// AccountFeedCursorAdvance records the cursor an account's consumer
+	// passed back, and when.
+	AccountFeedCursorAdvance(ctx context.Context, accountID string, pos FeedPosition, at time.Time) error
 	// EventListAfter reads an account's events after a position, in (xid, seq)
 	// order, below the horizon of running transactions.
 	EventListAfter(ctx context.Context, accountID string, after FeedPosition, limit int) ([]FeedEvent, error)

@@ -290,16 +290,22 @@ func (t *paymentTx) ProviderEventReceiptInsert(ctx context.Context, r inbound.Re
 	return err == nil, translate(err)
 }
 
-// AccountFeedCursorAdvance records the cursor an account's consumer passed back.
-func (s *PaymentStore) AccountFeedCursorAdvance(ctx context.Context, accountID string, pos payment.FeedPosition) error {
+// AccountFeedCursorAdvance records the cursor an account's consumer passed
+// back, and when, if it is further than the one recorded.
+func (s *PaymentStore) AccountFeedCursorAdvance(ctx context.Context, accountID string, pos payment.FeedPosition, at time.Time) error {
 	return translate(s.db.q.AccountFeedCursorAdvance(ctx, dbsqlc.AccountFeedCursorAdvanceParams{ID: accountID,
-		Xid: strconv.FormatUint(pos.Xid, 10), Seq: pos.Seq}))
+		Xid: strconv.FormatUint(pos.Xid, 10), Seq: pos.Seq, ReadAt: &at}))
 }
 
-// EventBacklog counts events no consumer has fetched yet and the age of the
-// oldest, over every account.
+// FeedConsumerWindow is how long after its consumer last moved the cursor
+// an account's unread events still count in EventBacklog: a consumer that
+// stopped shows for this long, an account never read never does.
+const FeedConsumerWindow = 7 * 24 * time.Hour
+
+// EventBacklog counts the events not yet fetched by the consumers that
+// moved their cursor within FeedConsumerWindow, and the age of the oldest.
 func (s *PaymentStore) EventBacklog(ctx context.Context, now time.Time) (int64, time.Duration, error) {
-	r, err := s.db.q.EventBacklog(ctx, now)
+	r, err := s.db.q.EventBacklog(ctx, dbsqlc.EventBacklogParams{Now: now, ActiveSince: new(now.Add(-FeedConsumerWindow))})
 	if err != nil {
 		return 0, 0, translate(err)
 	}

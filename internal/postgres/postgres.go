@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -458,4 +459,47 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// MigrationState is one migration as the database knows it.
+type MigrationState struct {
+	Version   int64
+	Source    string // the file name; "" when this binary does not carry it
+	Applied   bool
+	AppliedAt time.Time
+}
+
+// MigrationStatus lists every migration this binary carries, applied or
+// pending, then, when a newer release migrated the database further, the
+// newest version applied (Source "", AppliedAt zero: this binary knows
+// neither). It takes no lock (docs/upgrading.md).
+func MigrationStatus(ctx context.Context, db *DB) ([]MigrationState, error) {
+	p, closeDB, err := newGoose(db)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB()
+	all, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migration status: %w", err)
+	}
+	var out []MigrationState
+	var known int64
+	for _, m := range all {
+		s := MigrationState{Version: m.Source.Version, Source: path.Base(m.Source.Path)}
+		if m.State == goose.StateApplied {
+			s.Applied, s.AppliedAt = true, m.AppliedAt
+		}
+		out = append(out, s)
+		known = max(known, m.Source.Version)
+	}
+	newest, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migration status: %w", err)
+	}
+	if newest > known {
+		// goose records when, not which file: the time is unknown here.
+		out = append(out, MigrationState{Version: newest, Applied: true})
+	}
+	return out, nil
 }

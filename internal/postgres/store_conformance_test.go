@@ -931,19 +931,33 @@ func conformEvents(t *testing.T) {
 			return tx.EventInsert(c.ctx, payment.Event{ID: "evt_1", AccountID: "acct_1", Type: "payment.updated", CreatedAt: at(0), Payload: json.RawMessage(`{}`)})
 		})
 		evs := feed(t, c, payment.FeedPosition{}, 10, 1)
+		// No consumer has ever moved the cursor: nobody falls behind.
 		unread, _, err := c.store.EventBacklog(c.ctx, at(10))
-		same(t, "unread before", []any{unread, err}, []any{int64(1), nil})
-		if err := c.store.AccountFeedCursorAdvance(c.ctx, "acct_1", evs[0].Position); err != nil {
+		same(t, "unread before any cursor", []any{unread, err}, []any{int64(0), nil})
+		if err := c.store.AccountFeedCursorAdvance(c.ctx, "acct_1", evs[0].Position, at(5)); err != nil {
 			t.Fatal(err)
 		}
 		unread, _, err = c.store.EventBacklog(c.ctx, at(10))
 		same(t, "unread after", []any{unread, err}, []any{int64(0), nil})
-		// A cursor never moves back.
-		if err := c.store.AccountFeedCursorAdvance(c.ctx, "acct_1", payment.FeedPosition{}); err != nil {
+		c.tx(t, func(tx payment.Tx) error {
+			return tx.EventInsert(c.ctx, payment.Event{ID: "evt_2", AccountID: "acct_1", Type: "payment.updated", CreatedAt: at(6), Payload: json.RawMessage(`{}`)})
+		})
+		unread, age, err := c.store.EventBacklog(c.ctx, at(10))
+		same(t, "unread behind an active consumer", []any{unread, age, err}, []any{int64(1), 4 * time.Second, nil})
+		// A consumer silent for longer than the window no longer counts.
+		window := int(postgres.FeedConsumerWindow / time.Second)
+		unread, _, _ = c.store.EventBacklog(c.ctx, at(5+window))
+		same(t, "unread at the window's end", unread, int64(1))
+		unread, _, _ = c.store.EventBacklog(c.ctx, at(6+window))
+		same(t, "unread after the window", unread, int64(0))
+		// A cursor never moves back, and passing an older one is no read.
+		if err := c.store.AccountFeedCursorAdvance(c.ctx, "acct_1", payment.FeedPosition{}, at(20)); err != nil {
 			t.Fatal(err)
 		}
+		unread, _, _ = c.store.EventBacklog(c.ctx, at(6+window))
+		same(t, "unread after an older cursor, past the window", unread, int64(0))
 		unread, _, _ = c.store.EventBacklog(c.ctx, at(10))
-		same(t, "unread after an older cursor", unread, int64(0))
+		same(t, "unread after an older cursor", unread, int64(1))
 	})
 }
 

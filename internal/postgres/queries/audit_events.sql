@@ -33,11 +33,14 @@ ON CONFLICT (account_id, event_id) DO NOTHING
 RETURNING account_id;
 
 -- name: AccountFeedCursorAdvance :exec
-UPDATE accounts SET events_read_xid = sqlc.arg(xid)::text::xid8, events_read_seq = sqlc.arg(seq)::bigint
+UPDATE accounts SET events_read_xid = sqlc.arg(xid)::text::xid8, events_read_seq = sqlc.arg(seq)::bigint,
+    events_read_at = @read_at
 WHERE id = @id AND (events_read_xid, events_read_seq) < (sqlc.arg(xid)::text::xid8, sqlc.arg(seq)::bigint);
 
--- Counted per account up to a cap, so an account whose consumer never
--- reads costs a bounded scan on each refresh, not its whole history.
+-- Counted per account up to a cap, so an account whose consumer stopped
+-- costs a bounded scan on each refresh, not its whole history; only
+-- accounts whose consumer moved its cursor since active_since: one that
+-- never reads the feed has no consumer to fall behind.
 -- name: EventBacklog :one
 SELECT COALESCE(SUM(u.n), 0)::bigint AS unread,
        COALESCE(EXTRACT(EPOCH FROM (sqlc.arg(now)::timestamptz - MIN(f.created_at))), 0)::float8 AS oldest_age_seconds
@@ -55,7 +58,7 @@ LEFT JOIN LATERAL (
     ORDER BY e.xid, e.seq
     LIMIT 1
 ) f ON true
-WHERE u.n > 0;
+WHERE a.events_read_at >= @active_since AND u.n > 0;
 
 -- An audit entry and the event of one change, in one statement.
 -- name: AuditEventInsert :exec

@@ -11,7 +11,7 @@ import (
 )
 
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at FROM accounts WHERE api_key_hash = $1 OR previous_api_key_hash = $1
 `
 
 // The current key, or the previous one of a rotation; the caller checks
@@ -38,12 +38,13 @@ func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, apiKeyHash []byte)
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
 		&i.Routing,
+		&i.EventsReadAt,
 	)
 	return i, err
 }
 
 const accountGetByID = `-- name: AccountGetByID :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts WHERE id = $1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at FROM accounts WHERE id = $1
 `
 
 func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error) {
@@ -68,12 +69,13 @@ func (q *Queries) AccountGetByID(ctx context.Context, id string) (Account, error
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
 		&i.Routing,
+		&i.EventsReadAt,
 	)
 	return i, err
 }
 
 const accountGetByIDForUpdate = `-- name: AccountGetByIDForUpdate :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts WHERE id = $1 FOR UPDATE
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at FROM accounts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Account, error) {
@@ -98,12 +100,13 @@ func (q *Queries) AccountGetByIDForUpdate(ctx context.Context, id string) (Accou
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
 		&i.Routing,
+		&i.EventsReadAt,
 	)
 	return i, err
 }
 
 const accountGetFirst = `-- name: AccountGetFirst :one
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts ORDER BY id LIMIT 1
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at FROM accounts ORDER BY id LIMIT 1
 `
 
 func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
@@ -128,6 +131,7 @@ func (q *Queries) AccountGetFirst(ctx context.Context) (Account, error) {
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
 		&i.Routing,
+		&i.EventsReadAt,
 	)
 	return i, err
 }
@@ -185,7 +189,7 @@ INSERT INTO accounts (id, name, api_key_hash, stripe_secret_enc, stripe_secret_h
                       mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $11, $12)
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at
 `
 
 type AccountInsertParams struct {
@@ -238,12 +242,13 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
 		&i.Routing,
+		&i.EventsReadAt,
 	)
 	return i, err
 }
 
 const accountList = `-- name: AccountList :many
-SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing FROM accounts ORDER BY created_at, id
+SELECT id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at FROM accounts ORDER BY created_at, id
 `
 
 func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
@@ -274,6 +279,7 @@ func (q *Queries) AccountList(ctx context.Context) ([]Account, error) {
 			&i.MercadopagoWebhookSecretEnc,
 			&i.Providers,
 			&i.Routing,
+			&i.EventsReadAt,
 		); err != nil {
 			return nil, err
 		}
@@ -321,7 +327,7 @@ SET previous_api_key_hash       = api_key_hash,
     api_key_hash                = $2,
     api_key_rotated_at          = $3
 WHERE id = $4
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at
 `
 
 type AccountRotateAPIKeyParams struct {
@@ -360,6 +366,7 @@ func (q *Queries) AccountRotateAPIKey(ctx context.Context, arg AccountRotateAPIK
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
 		&i.Routing,
+		&i.EventsReadAt,
 	)
 	return i, err
 }
@@ -389,7 +396,7 @@ SET stripe_secret_enc = $1, stripe_secret_hmac = $2, webhook_secret_enc = $3,
     mercadopago_access_token_enc = $5, mercadopago_access_token_hmac = $6,
     mercadopago_webhook_secret_enc = $7, providers = $8
 WHERE id = $9
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at
 `
 
 type AccountUpdateProvidersParams struct {
@@ -437,13 +444,14 @@ func (q *Queries) AccountUpdateProviders(ctx context.Context, arg AccountUpdateP
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
 		&i.Routing,
+		&i.EventsReadAt,
 	)
 	return i, err
 }
 
 const accountUpdateRouting = `-- name: AccountUpdateRouting :one
 UPDATE accounts SET routing = $1 WHERE id = $2
-RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing
+RETURNING id, name, api_key_hash, stripe_secret_enc, stripe_secret_hmac, webhook_secret_enc, created_at, events_read_seq, previous_api_key_hash, previous_api_key_expires_at, api_key_rotated_at, events_read_xid, stripe_account_id, mercadopago_access_token_enc, mercadopago_access_token_hmac, mercadopago_webhook_secret_enc, providers, routing, events_read_at
 `
 
 type AccountUpdateRoutingParams struct {
@@ -475,6 +483,7 @@ func (q *Queries) AccountUpdateRouting(ctx context.Context, arg AccountUpdateRou
 		&i.MercadopagoWebhookSecretEnc,
 		&i.Providers,
 		&i.Routing,
+		&i.EventsReadAt,
 	)
 	return i, err
 }

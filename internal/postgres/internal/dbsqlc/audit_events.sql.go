@@ -11,18 +11,25 @@ import (
 )
 
 const accountFeedCursorAdvance = `-- name: AccountFeedCursorAdvance :exec
-UPDATE accounts SET events_read_xid = $1::text::xid8, events_read_seq = $2::bigint
-WHERE id = $3 AND (events_read_xid, events_read_seq) < ($1::text::xid8, $2::bigint)
+UPDATE accounts SET events_read_xid = $1::text::xid8, events_read_seq = $2::bigint,
+    events_read_at = $3
+WHERE id = $4 AND (events_read_xid, events_read_seq) < ($1::text::xid8, $2::bigint)
 `
 
 type AccountFeedCursorAdvanceParams struct {
-	Xid string
-	Seq int64
-	ID  string
+	Xid    string
+	Seq    int64
+	ReadAt *time.Time
+	ID     string
 }
 
 func (q *Queries) AccountFeedCursorAdvance(ctx context.Context, arg AccountFeedCursorAdvanceParams) error {
-	_, err := q.db.Exec(ctx, accountFeedCursorAdvance, arg.Xid, arg.Seq, arg.ID)
+	_, err := q.db.Exec(ctx, accountFeedCursorAdvance,
+		arg.Xid,
+		arg.Seq,
+		arg.ReadAt,
+		arg.ID,
+	)
 	return err
 }
 
@@ -149,18 +156,25 @@ LEFT JOIN LATERAL (
     ORDER BY e.xid, e.seq
     LIMIT 1
 ) f ON true
-WHERE u.n > 0
+WHERE a.events_read_at >= $2 AND u.n > 0
 `
+
+type EventBacklogParams struct {
+	Now         time.Time
+	ActiveSince *time.Time
+}
 
 type EventBacklogRow struct {
 	Unread           int64
 	OldestAgeSeconds float64
 }
 
-// Counted per account up to a cap, so an account whose consumer never
-// reads costs a bounded scan on each refresh, not its whole history.
-func (q *Queries) EventBacklog(ctx context.Context, now time.Time) (EventBacklogRow, error) {
-	row := q.db.QueryRow(ctx, eventBacklog, now)
+// Counted per account up to a cap, so an account whose consumer stopped
+// costs a bounded scan on each refresh, not its whole history; only
+// accounts whose consumer moved its cursor since active_since: one that
+// never reads the feed has no consumer to fall behind.
+func (q *Queries) EventBacklog(ctx context.Context, arg EventBacklogParams) (EventBacklogRow, error) {
+	row := q.db.QueryRow(ctx, eventBacklog, arg.Now, arg.ActiveSince)
 	var i EventBacklogRow
 	err := row.Scan(&i.Unread, &i.OldestAgeSeconds)
 	return i, err

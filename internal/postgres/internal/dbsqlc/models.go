@@ -79,6 +79,7 @@ type Account struct {
 	MercadopagoWebhookSecretEnc []byte
 	Providers                   []string
 	Routing                     []byte
+	EventsReadAt                *time.Time
 }
 
 type Attempt struct {
