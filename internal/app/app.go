@@ -239,7 +239,7 @@ func (a *App) build(ctx context.Context) (err error) {
 	if a.WebhookWorker, err = notify.NewWorker(hooks, a.Accounts, guard, cfg.Now); err != nil {
 		return err
 	}
-	a.WebhookWorker.Metrics = a.Metrics
+	a.WebhookWorker.Metrics, a.WebhookWorker.Log = a.Metrics, log
 	if a.Purger, err = retention.New(retention.Config{Store: postgres.NewRetentionStore(a.DB), Logger: log, Now: cfg.Now,
 		ResponseTTL: or(cfg.ResponseTTL, DefaultResponseTTL), TombstoneTTL: or(cfg.TombstoneTTL, DefaultTombstoneTTL),
 		Interval: or(cfg.PurgeInterval, DefaultPurgeInterval)}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/provider"
 )
 
@@ -107,6 +108,8 @@ func attemptProvider(p *Payment, a *Attempt) string {
 // again, it only looks objects up. provider.Judge decides what each answer
 // proves.
 func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a *Attempt, recovered bool) Outcome {
+	ctx = logging.WithPayment(ctx, p.AccountID, p.ID)
+	logging.SetAttempt(ctx, a.ID, attemptProvider(p, a))
 	b, err := s.ProviderFor(acct, attemptProvider(p, a))
 	if err != nil {
 		// Nothing was sent: the attempt stays unknown for the reconciler

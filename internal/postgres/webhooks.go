@@ -391,7 +391,11 @@ func (s *WebhookStore) DeliveryTarget(ctx context.Context, a notify.DeliverArgs)
 	if e.DeletedAt != nil {
 		ep.Status = notify.StatusDisabled
 	}
-	return notify.Target{Endpoint: ep, EventID: a.EventID, Body: body}, nil
+	t := notify.Target{Endpoint: ep, EventID: a.EventID, Body: body}
+	if ev.PaymentID != nil {
+		t.PaymentID = *ev.PaymentID
+	}
+	return t, nil
 }
 
 // withCursor appends "cursor" to the stored event object. jsonb gives the

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 )
 
@@ -183,11 +184,14 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 		sum.Examined++
 		prov := payment.ProviderOf(a.Provider)
 		examined[prov]++
-		acct, err := r.cfg.Accounts.Merchant(ctx, a.AccountID)
+		// Every line about this attempt names it, its payment and account.
+		actx := logging.WithPayment(ctx, a.AccountID, a.PaymentID)
+		logging.SetAttempt(actx, a.ID, prov)
+		acct, err := r.cfg.Accounts.Merchant(actx, a.AccountID)
 		if err != nil {
 			return sum, err
 		}
-		res, err := r.Attempt(ctx, acct, a, "reconciler", "")
+		res, err := r.Attempt(actx, acct, a, "reconciler", "")
 		if err != nil {
 			return sum, err
 		}
@@ -208,10 +212,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 			slog.String("operation", string(a.Operation)), slog.Bool("resolved", res.Resolved), slog.String("status", res.Status),
 			slog.Int("tries", a.ReconcileTries)}
 		if !res.Resolved && !res.ByOther && !res.Waiting && r.cfg.Now().Sub(a.CreatedAt) > r.cfg.AlertAfter {
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "attempt needs attention: unresolved past RECONCILE_ALERT_AFTER",
+			r.cfg.Logger.LogAttrs(actx, slog.LevelWarn, "attempt needs attention: unresolved past RECONCILE_ALERT_AFTER",
 				append(log, slog.Time("created_at", a.CreatedAt), slog.Any("next_try_at", a.NextReconcileAt))...)
 		} else {
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconciled", log...)
+			r.cfg.Logger.LogAttrs(actx, slog.LevelInfo, "reconciled", log...)
 		}
 	}
 	attention, err := r.AttemptCountNeedingAttentionByProvider(ctx)
