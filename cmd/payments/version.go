@@ -42,3 +42,12 @@ func versionLine(bi *debug.BuildInfo) string {
 	}
 	return line + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
 }
+
+// serviceVersion is the module version stamped into the binary, for the
+// traces' service.version.
+func serviceVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return "(unknown)"
+}

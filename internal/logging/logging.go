@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 type ctxKey struct{}
@@ -38,6 +40,14 @@ func WithFields(ctx context.Context, f *Fields) context.Context {
 func fields(ctx context.Context) *Fields {
 	f, _ := ctx.Value(ctxKey{}).(*Fields)
 	return f
+}
+
+// Current returns a copy of the fields in ctx (zero without any).
+func Current(ctx context.Context) Fields {
+	if f := fields(ctx); f != nil {
+		return *f
+	}
+	return Fields{}
 }
 
 // RequestID returns the request id in ctx, or "".
@@ -107,7 +117,8 @@ func ParseLevel(s string) (slog.Level, error) {
 }
 
 // New returns a JSON logger that adds the context's fields (request_id,
-// key_hash, account_id, payment_id, attempt_id, provider) to every record.
+// key_hash, account_id, payment_id, attempt_id, provider) and, when the
+// context holds a span, its trace_id and span_id to every record.
 func New(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(contextHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})})
 }
@@ -117,6 +128,10 @@ type contextHandler struct{ slog.Handler }
 // Handle adds each field the record does not already name itself: a
 // line about another payment than its context's keeps its own.
 func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
+	// With tracing on, a line leads to its trace and back.
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
 	f := fields(ctx)
 	if f == nil {
 		return h.Handler.Handle(ctx, r)
