@@ -128,30 +128,34 @@ type contextHandler struct{ slog.Handler }
 // Handle adds each field the record does not already name itself: a
 // line about another payment than its context's keeps its own.
 func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
+	// One AddAttrs call, so the record grows its attributes once.
+	var add [8]slog.Attr
+	n := 0
 	// With tracing on, a line leads to its trace and back.
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+		add[0], add[1] = slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String())
+		n = 2
 	}
-	f := fields(ctx)
-	if f == nil {
-		return h.Handler.Handle(ctx, r)
-	}
-	var named uint8
-	r.Attrs(func(a slog.Attr) bool {
-		named |= fieldBit(a.Key)
-		return true
-	})
-	add := func(bit uint8, key, v string) {
-		if v != "" && named&bit == 0 {
-			r.AddAttrs(slog.String(key, v))
+	if f := fields(ctx); f != nil {
+		var named uint8
+		r.Attrs(func(a slog.Attr) bool {
+			named |= fieldBit(a.Key)
+			return true
+		})
+		for _, c := range [...]struct {
+			bit      uint8
+			key, val string
+		}{{bitRequest, "request_id", f.RequestID}, {bitKey, "key_hash", f.KeyHash}, {bitAccount, "account_id", f.AccountID},
+			{bitPayment, "payment_id", f.PaymentID}, {bitAttempt, "attempt_id", f.AttemptID}, {bitProvider, "provider", f.Provider}} {
+			if c.val != "" && named&c.bit == 0 {
+				add[n] = slog.String(c.key, c.val)
+				n++
+			}
 		}
 	}
-	add(bitRequest, "request_id", f.RequestID)
-	add(bitKey, "key_hash", f.KeyHash)
-	add(bitAccount, "account_id", f.AccountID)
-	add(bitPayment, "payment_id", f.PaymentID)
-	add(bitAttempt, "attempt_id", f.AttemptID)
-	add(bitProvider, "provider", f.Provider)
+	if n > 0 {
+		r.AddAttrs(add[:n]...)
+	}
 	return h.Handler.Handle(ctx, r)
 }
 
