@@ -20,6 +20,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -58,6 +59,8 @@ type Config struct {
 	// BodyBudget bounds the bytes of provider webhook bodies read at once,
 	// across all requests; 0 is 16 MiB.
 	BodyBudget int64
+	// Tracer, when set, serves every request in a span; nil: no tracing.
+	Tracer trace.TracerProvider
 }
 
 // Server serves the HTTP API.
@@ -76,6 +79,7 @@ type Server struct {
 	webhooks    *notify.Service
 	inbound     *inbound.Service
 	bodies      *semaphore.Weighted
+	tracer      trace.TracerProvider
 }
 
 // New checks every dependency.
@@ -93,13 +97,13 @@ func New(c Config) (*Server, error) {
 	return &Server{payments: c.Payments, reconciler: c.Reconciler, accounts: c.Accounts, ready: c.Ready,
 		metrics: c.Metrics, log: c.Logger, adminToken: c.AdminToken, authLimiter: c.AuthLimiter,
 		noMetrics: c.NoMetrics, console: c.Console, operations: c.Operations, webhooks: c.Webhooks,
-		inbound: c.Inbound, bodies: semaphore.NewWeighted(c.BodyBudget)}, nil
+		inbound: c.Inbound, bodies: semaphore.NewWeighted(c.BodyBudget), tracer: c.Tracer}, nil
 }
 
 // Handler returns the routes with their middleware stack.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, accessLog(s.log, s.metrics), recoverPanic(s.log), rejectBadText(s.log))
+	r.Use(requestID, traceRequests(s.tracer), accessLog(s.log, s.metrics), recoverPanic(s.log), rejectBadText(s.log))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, payment.Errorf(payment.CodeNotFound, "no such resource"))
 	})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acmepay/payments/internal/account"
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 )
 
@@ -44,6 +45,7 @@ func authenticate(log *slog.Logger, accounts keyAuthenticator) func(http.Handler
 				writeProblem(log, w, r, err)
 				return
 			}
+			logging.SetAccount(r.Context(), a.ID)
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, a)))
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/go-chi/chi/v5"
@@ -35,6 +36,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	logging.SetAccount(r.Context(), acct.ID)
 	body, release, err := s.readBudgeted(w, r, maxWebhookBody)
 	if err != nil {
 		s.writeError(w, r, err)

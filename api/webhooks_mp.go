@@ -9,6 +9,7 @@ import (
 
 	"github.com/acmepay/payments/internal/account"
 	"github.com/acmepay/payments/internal/inbound"
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/acmepay/payments/internal/provider/mercadopago"
@@ -35,6 +36,7 @@ func (s *Server) mercadoPagoWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	logging.SetAccount(r.Context(), acct.ID)
 	body, release, err := s.readBudgeted(w, r, maxWebhookBody)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -28,7 +28,8 @@ plus 5s) before exit. Any number of instances may start at once.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required); HTTP_ADDR, ADMIN_TOKEN
 (at least 32 characters), METRICS_ADDR, TRUSTED_PROXY_CIDRS, STRIPE_API_BASE, PROVIDER_TIMEOUT, IN_PROGRESS_LEASE and the rest listed in
-the README.`},
+the README; tracing: OTEL_EXPORTER_OTLP_ENDPOINT (unset: off), OTEL_SERVICE_NAME,
+OTEL_TRACES_SAMPLER, OTEL_SDK_DISABLED (docs/observability.md).`},
 	{name: "migrate", synopsis: "[status]", summary: "apply database migrations, or list them with status",
 		details: `Applies pending migrations (goose up) under a PostgreSQL session lock, so
 many instances may run it at once.

@@ -15,6 +15,7 @@ import (
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/telemetry"
 )
 
 // config is every setting, read from the environment.
@@ -86,6 +87,12 @@ type config struct {
 	HTTPIdleTimeout    time.Duration
 	HTTPMaxHeaderBytes int
 	LogLevel           slog.Level
+	// Tracing is the OTEL_* settings: off unless an OTLP endpoint is set
+	// (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+	// and OTEL_SDK_DISABLED is not true; OTEL_SERVICE_NAME (payments),
+	// OTEL_TRACES_SAMPLER (parentbased_always_on) and
+	// OTEL_TRACES_SAMPLER_ARG shape it.
+	Tracing telemetry.Settings
 }
 
 // defaultAuditRate keeps the audit well under Stripe's live-mode read
@@ -205,6 +212,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	if c.LogLevel, err = logging.ParseLevel(getenv("LOG_LEVEL")); err != nil {
+		return c, err
+	}
+	if c.Tracing, err = telemetry.Load(getenv); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -154,3 +154,28 @@ func TestLoadConfigReconcileRate(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadConfigTracing(t *testing.T) {
+	t.Parallel()
+	if c, err := loadConfig(env()); err != nil || c.Tracing.On || c.Tracing.ServiceName != "payments" {
+		t.Fatalf("default tracing = %+v (%v), want off, service payments", c.Tracing, err)
+	}
+	c, err := loadConfig(env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", "OTEL_SERVICE_NAME", "payments-eu",
+		"OTEL_TRACES_SAMPLER", "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG", "0.25"))
+	if err != nil || !c.Tracing.On || c.Tracing.ServiceName != "payments-eu" ||
+		c.Tracing.Sampler.Description() != "ParentBased{root:TraceIDRatioBased{0.25},remoteParentSampled:AlwaysOnSampler,remoteParentNotSampled:AlwaysOffSampler,localParentSampled:AlwaysOnSampler,localParentNotSampled:AlwaysOffSampler}" {
+		t.Fatalf("tracing = %+v (%v)", c.Tracing, err)
+	}
+	for _, off := range [][]string{{"OTEL_SDK_DISABLED", "true"}, {"OTEL_TRACES_EXPORTER", "none"}} {
+		if c, err := loadConfig(env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", off[0], off[1])); err != nil || c.Tracing.On {
+			t.Errorf("%s=%s: tracing on %v (%v), want off", off[0], off[1], c.Tracing.On, err)
+		}
+	}
+	for _, bad := range [][]string{{"OTEL_SDK_DISABLED", "yes"}, {"OTEL_TRACES_SAMPLER", "sometimes"},
+		{"OTEL_TRACES_SAMPLER_ARG", "2"}, {"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}, {"OTEL_TRACES_EXPORTER", "zipkin"}} {
+		kv := append([]string{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", "OTEL_TRACES_SAMPLER", "traceidratio"}, bad...)
+		if _, err := loadConfig(env(kv...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%s: err %v, want one naming the setting", bad[0], bad[1], err)
+		}
+	}
+}

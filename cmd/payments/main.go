@@ -22,6 +22,7 @@ import (
 	"github.com/acmepay/payments/internal/app"
 	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/postgres"
+	"github.com/acmepay/payments/internal/telemetry"
 )
 
 func main() {
@@ -177,7 +178,21 @@ func auditOnce(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writ
 // serve runs until ctx is canceled (SIGTERM), then drains in-flight
 // requests and stops the workers.
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
-	a, err := app.New(ctx, cfg.appConfig(log))
+	tp, flushTraces, err := telemetry.Start(ctx, cfg.Tracing, serviceVersion())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans of the drained requests are sent before exit.
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := flushTraces(fctx); err != nil {
+			log.Warn("traces not flushed", slog.String("error", err.Error()))
+		}
+	}()
+	acfg := cfg.appConfig(log)
+	acfg.TracerProvider = tp
+	a, err := app.New(ctx, acfg)
 	if err != nil {
 		return err
 	}

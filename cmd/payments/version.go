@@ -28,3 +28,7 @@ func versionLine(bi buildinfo.Info) string {
 	}
 	return line + " " + bi.GoVersion + " " + runtime.GOOS + "/" + runtime.GOARCH
 }
+
+// serviceVersion is the version stamped into the binary, for the traces'
+// service.version.
+func serviceVersion() string { return buildinfo.Get().Version }

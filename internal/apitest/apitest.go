@@ -36,6 +36,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // EncryptionKey is the test ENCRYPTION_KEY (32 bytes).
@@ -100,6 +101,9 @@ type Options struct {
 	// DBLockTimeout is DB_LOCK_TIMEOUT (0: none), so a test can hold a row
 	// lock longer than a request may wait for it.
 	DBLockTimeout time.Duration
+	// TracerProvider, when set, traces the instances as the OTEL_*
+	// settings do in serve (a test passes one with an in-memory exporter).
+	TracerProvider trace.TracerProvider
 }
 
 // Env is one test's world.
@@ -233,7 +237,7 @@ func (e *Env) instanceConfig() app.Config {
 		ProviderKeyRetention: e.Opts.KeyRetention, ProviderSearchGrace: e.Opts.SearchGrace,
 		MercadoPagoKeyRetention: e.Opts.MercadoPagoKeyRetention, CircuitFailures: e.Opts.CircuitFailures, CircuitCooldown: e.Opts.CircuitCooldown,
 		Logger: e.Logger(), Now: e.Clock.Now,
-		WrapProvider: e.Opts.WrapProvider, WrapStore: e.Opts.WrapStore,
+		WrapProvider: e.Opts.WrapProvider, WrapStore: e.Opts.WrapStore, TracerProvider: e.Opts.TracerProvider,
 	}
 	if e.Opts.MercadoPagoAPIBase != "" {
 		c.MercadoPagoAPIBase = e.Opts.MercadoPagoAPIBase

@@ -35,7 +35,8 @@ func (e *Env) WebhookJobs(t *testing.T) []*rivertype.JobRow {
 func (e *Env) WorkWebhookJob(t *testing.T, job *rivertype.JobRow) (*rivertest.WorkResult, error) {
 	t.Helper()
 	ctx := context.Background()
-	w := rivertest.NewWorker(t, riverpgxv5.New(e.DB.Pool), &river.Config{}, river.Worker[notify.DeliverArgs](e.WebhookWorker))
+	w := rivertest.NewWorker(t, riverpgxv5.New(e.DB.Pool), &river.Config{Middleware: postgres.RiverTracing(e.Opts.TracerProvider)},
+		river.Worker[notify.DeliverArgs](e.WebhookWorker))
 	var (
 		res    *rivertest.WorkResult
 		jobErr error
@@ -58,7 +59,7 @@ func (e *Env) WorkWebhookJob(t *testing.T, job *rivertype.JobRow) (*rivertest.Wo
 // survive a transaction pooler.
 func (e *Env) StartRiverWorker(t *testing.T) {
 	t.Helper()
-	var opts []postgres.Option
+	opts := []postgres.Option{postgres.WithTracing(e.Opts.TracerProvider)}
 	if postgrestest.Pooled(t) {
 		to := postgrestest.PooledTimeouts
 		opts = append(opts, postgres.WithSessionTimeouts(to[0], to[1], to[2]))

@@ -28,6 +28,8 @@ import (
 	"github.com/acmepay/payments/internal/provider/stripe"
 	"github.com/acmepay/payments/internal/reconcile"
 	"github.com/acmepay/payments/internal/retention"
+	"github.com/acmepay/payments/internal/telemetry"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is every setting of the service, and the seams tests use. A zero
@@ -105,6 +107,10 @@ type Config struct {
 	DBOptions []postgres.Option
 	// SkipMigrations: the database is known to be migrated (a test's).
 	SkipMigrations bool
+	// TracerProvider, when set (OTEL_* settings, or a test's in-memory
+	// exporter), traces requests, transactions, provider calls and
+	// webhook deliveries; nil: nothing is traced.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of the settings no component defaults itself.
@@ -222,7 +228,8 @@ func (a *App) build(ctx context.Context) (err error) {
 	}
 	if a.Reconciler, err = reconcile.New(reconcile.Config{Payments: a.Payments, Store: store, Now: payment.NewClock(cfg.Now), Accounts: a.Accounts, Logger: log,
 		Metrics: a.Metrics, After: cfg.ReconcileAfter, Interval: cfg.ReconcileInterval,
-		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter, Rate: cfg.ReconcileRate}); err != nil {
+		MaxBackoff: cfg.ReconcileMaxBackoff, AlertAfter: cfg.ReconcileAlertAfter, Rate: cfg.ReconcileRate,
+		Tracer: cfg.TracerProvider}); err != nil {
 		return err
 	}
 	if a.Operations, err = newOperations(cfg, a.Payments, provs, store, a.Accounts, a.Reconciler); err != nil {
@@ -239,7 +246,7 @@ func (a *App) build(ctx context.Context) (err error) {
 	if a.WebhookWorker, err = notify.NewWorker(hooks, a.Accounts, guard, cfg.Now); err != nil {
 		return err
 	}
-	a.WebhookWorker.Metrics = a.Metrics
+	a.WebhookWorker.Metrics, a.WebhookWorker.Log = a.Metrics, log
 	if a.Purger, err = retention.New(retention.Config{Store: postgres.NewRetentionStore(a.DB), Logger: log, Now: cfg.Now,
 		ResponseTTL: or(cfg.ResponseTTL, DefaultResponseTTL), TombstoneTTL: or(cfg.TombstoneTTL, DefaultTombstoneTTL),
 		Interval: or(cfg.PurgeInterval, DefaultPurgeInterval)}); err != nil {
@@ -260,13 +267,20 @@ func wrapStore(cfg Config, store *postgres.PaymentStore) payment.Store {
 // newProviders builds every provider adapter by name, each wrapped when a
 // seam asks.
 func newProviders(cfg Config) (map[string]provider.Provider, error) {
-	mp, err := mercadopago.New(mercadopago.Config{APIBase: cfg.MercadoPagoAPIBase, Logger: cfg.Logger, Now: cfg.Now,
+	// With tracing on, each provider request is a span passed on to the
+	// provider in traceparent; off, the adapters keep their own clients.
+	var stripeClient, mpClient *http.Client
+	if tp := cfg.TracerProvider; tp != nil {
+		stripeClient = &http.Client{Timeout: 80 * time.Second, Transport: telemetry.Transport(tp, nil)}
+		mpClient = &http.Client{Transport: telemetry.Transport(tp, http.DefaultTransport.(*http.Transport).Clone())}
+	}
+	mp, err := mercadopago.New(mercadopago.Config{APIBase: cfg.MercadoPagoAPIBase, Logger: cfg.Logger, Now: cfg.Now, HTTPClient: mpClient,
 		KeyRetention: cfg.MercadoPagoKeyRetention, SearchLag: cfg.MercadoPagoSearchGrace, Clock: provider.NewClock(cfg.Now)})
 	if err != nil {
 		return nil, err
 	}
 	provs := map[string]provider.Provider{
-		payment.ProviderStripe: stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase,
+		payment.ProviderStripe: stripe.New(stripe.Config{APIBase: cfg.StripeAPIBase, HTTPClient: stripeClient,
 			MaxNetworkRetries: cfg.ProviderRetries, Logger: cfg.Logger,
 			KeyRetention: cfg.ProviderKeyRetention, SearchLag: cfg.ProviderSearchGrace, Now: cfg.Now}),
 		payment.ProviderMercadoPago: mp,
@@ -285,6 +299,7 @@ func newPayments(cfg Config, provs map[string]provider.Provider, pstore payment.
 		Store: pstore, Providers: provs, Logger: cfg.Logger, Metrics: m, Now: cfg.Now, NewID: cfg.NewID,
 		ProviderTimeout: cfg.ProviderTimeout, Lease: cfg.InProgressLease,
 		CreateBudget: cfg.CreateBudget, CircuitFailures: cfg.CircuitFailures, CircuitCooldown: cfg.CircuitCooldown,
+		Tracer: cfg.TracerProvider,
 	})
 }
 
@@ -314,7 +329,7 @@ func (a *App) buildAPI() error {
 	}
 	srv, err := api.New(api.Config{Payments: a.Payments, Reconciler: a.Reconciler, Accounts: a.Accounts, Ready: a.DB, Metrics: a.Metrics,
 		Logger: a.log, AdminToken: cfg.AdminToken, AuthLimiter: limiter, NoMetrics: cfg.MetricsElsewhere,
-		Console: con, Operations: a.Operations, Webhooks: a.Webhooks, Inbound: a.Inbound})
+		Console: con, Operations: a.Operations, Webhooks: a.Webhooks, Inbound: a.Inbound, Tracer: cfg.TracerProvider})
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func OpenDB(ctx context.Context, cfg Config) (*postgres.DB, error) {
 
 func (c Config) dbOptions() []postgres.Option {
 	return append([]postgres.Option{postgres.WithSessionTimeouts(
-		c.DBStatementTimeout, c.DBLockTimeout, c.DBIdleInTransactionTimeout)}, c.DBOptions...)
+		c.DBStatementTimeout, c.DBLockTimeout, c.DBIdleInTransactionTimeout), postgres.WithTracing(c.TracerProvider)}, c.DBOptions...)
 }
 
 // Migrate applies the migrations through MigrateDatabaseURL: db itself

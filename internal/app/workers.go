@@ -68,7 +68,8 @@ func (a *App) startDeliveries(ctx context.Context) (func(), error) {
 	// A pool of its own, with the timeouts at connection start: River's
 	// statements do not carry them as the service's own do.
 	db, err := postgres.Open(ctx, cfg.MigrateDatabaseURL, postgres.WithSessionTimeouts(
-		cfg.DBStatementTimeout, cfg.DBLockTimeout, cfg.DBIdleInTransactionTimeout), postgres.AtConnectionStart())
+		cfg.DBStatementTimeout, cfg.DBLockTimeout, cfg.DBIdleInTransactionTimeout), postgres.AtConnectionStart(),
+		postgres.WithTracing(cfg.TracerProvider))
 	if err != nil {
 		return nil, fmt.Errorf("MIGRATE_DATABASE_URL: %w", err)
 	}

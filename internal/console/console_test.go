@@ -240,3 +240,25 @@ func TestAuth(t *testing.T) {
 		}
 	})
 }
+
+func TestTimelineShowsRequestIDs(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, apitest.Options{})
+	r := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments", Key: "k-timeline",
+		Headers: map[string]string{"X-Request-Id": "merchant-req-timeline"},
+		Body:    `{"order_id":"pedido-timeline","amount":2500,"currency":"BRL","payment_method":"pm_card_visa","capture_method":"manual"}`})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create = %d %s", r.Status, r.Body)
+	}
+	var p struct{ ID string }
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, e)
+	c.signIn("Ana", apitest.AdminToken)
+	_, page := c.do(http.MethodGet, "/console/payments/"+p.ID, nil)
+	row := regexp.MustCompile(`(?s)<tr data-kind="audit">.*?payment\.created.*?</tr>`).FindString(page)
+	if !strings.Contains(row, `<td class="mono request-id">merchant-req-timeline</td>`) {
+		t.Fatalf("timeline row of the create %q lacks its request id:\n%s", row, page)
+	}
+}

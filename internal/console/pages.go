@@ -151,6 +151,8 @@ type timelineItem struct {
 	Actor  string
 	Reason string
 	Detail string
+	// RequestID is the request that wrote an audit row, to find its logs.
+	RequestID string
 }
 
 type createdAccount struct {
@@ -470,11 +472,17 @@ func timeline(audit []payment.AuditEntry, events []payment.Event, receipts []inb
 	var out []timelineItem
 	for _, a := range audit {
 		var det []string
+		reqID := ""
 		for k, v := range a.Details {
+			if id, ok := v.(string); ok && k == "request_id" {
+				reqID = id
+				continue
+			}
 			det = append(det, fmt.Sprintf("%s=%v", k, v))
 		}
 		sort.Strings(det)
-		out = append(out, timelineItem{At: a.At, Kind: "audit", Title: a.Action, Actor: a.Actor, Reason: a.Reason, Detail: strings.Join(det, " ")})
+		out = append(out, timelineItem{At: a.At, Kind: "audit", Title: a.Action, Actor: a.Actor, Reason: a.Reason,
+			Detail: strings.Join(det, " "), RequestID: reqID})
 	}
 	for _, e := range events {
 		out = append(out, timelineItem{At: e.CreatedAt, Kind: "event", Title: e.Type, Detail: e.ID})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/provider"
 )
@@ -25,6 +26,7 @@ func (s *Service) apply(ctx context.Context, acct payment.Account, n provider.Ev
 	if err != nil {
 		return "", err
 	}
+	ctx = logging.WithPayment(ctx, acct.ID, p.ID)
 	pending, err := s.store.AttemptListUnresolvedByPayment(ctx, p.ID)
 	if err != nil {
 		return "", err

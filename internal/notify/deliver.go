@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/riverqueue/river"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
@@ -125,6 +127,8 @@ func firstAttempt(job *river.Job[DeliverArgs]) (time.Time, bool) {
 type Target struct {
 	Endpoint *Endpoint
 	EventID  string
+	// PaymentID is the event's payment; "" for an endpoint's own events.
+	PaymentID string
 	// Body is the event as the feed serves it, plus its cursor.
 	Body []byte
 }
@@ -163,6 +167,8 @@ type Worker struct {
 	Now   func() time.Time
 	// Metrics, when set, counts attempts.
 	Metrics Metrics
+	// Log, when set, gets one line per attempt.
+	Log *slog.Logger
 	// Jitter, when set, is the jitter share of the next wait (0 to 1);
 	// random otherwise.
 	Jitter func() float64
@@ -205,6 +211,21 @@ func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
 	return now.Add(firstRetry)
 }
 
+// logAttempt writes the attempt's line; the answer's excerpt stays in the
+// stored attempt, where the merchant sees it, and out of the logs.
+func (w *Worker) logAttempt(ctx context.Context, job *river.Job[DeliverArgs], a Attempt) {
+	if w.Log == nil {
+		return
+	}
+	level := slog.LevelInfo
+	if a.Outcome != OutcomeSucceeded {
+		level = slog.LevelWarn
+	}
+	w.Log.LogAttrs(ctx, level, "webhook delivery", slog.String("endpoint_id", a.EndpointID),
+		slog.String("event_id", a.EventID), slog.Int("try", job.Attempt), slog.Int("status", a.StatusCode),
+		slog.String("outcome", a.Outcome), slog.Duration("duration", a.Duration))
+}
+
 // Timeout leaves River room around the HTTP timeout.
 func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return JobTimeout }
 
@@ -234,6 +255,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		// River (no work context) there is nowhere to keep it.
 		_ = river.MetadataSet(ctx, metaFirstAttempt, start.UTC())
 	}
+	ctx = logging.WithPayment(ctx, job.Args.AccountID, t.PaymentID)
 	code, excerpt, sendErr := w.send(ctx, t, start)
 	a := Attempt{AccountID: job.Args.AccountID, EndpointID: job.Args.EndpointID, EventID: job.Args.EventID,
 		At: start.UTC(), StatusCode: code, Duration: w.Now().Sub(start), Response: excerpt, Outcome: OutcomeSucceeded}
@@ -246,6 +268,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if err := w.Store.AttemptRecord(ctx, a, start.Add(-DisableAfter)); err != nil {
 		return err
 	}
+	w.logAttempt(ctx, job, a)
 	if errors.As(sendErr, new(refusedError)) {
 		w.count(MetricRefused)
 	} else {

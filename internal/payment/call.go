@@ -9,7 +9,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/provider"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Outcome is a classified provider answer for any operation.
@@ -107,6 +111,27 @@ func attemptProvider(p *Payment, a *Attempt) string {
 // again, it only looks objects up. provider.Judge decides what each answer
 // proves.
 func (s *Service) CallProvider(ctx context.Context, acct Account, p *Payment, a *Attempt, recovered bool) Outcome {
+	ctx = logging.WithPayment(ctx, p.AccountID, p.ID)
+	logging.SetAttempt(ctx, a.ID, attemptProvider(p, a))
+	if s.tracer == nil {
+		return s.call(ctx, acct, p, a, recovered)
+	}
+	ctx, span := s.tracer.Start(ctx, "provider.call", trace.WithAttributes(
+		attribute.String("provider", attemptProvider(p, a)), attribute.String("operation", string(a.Operation)),
+		attribute.String("payment_id", p.ID),
+		attribute.String("account_id", p.AccountID), attribute.String("attempt_id", a.ID),
+		attribute.Bool("recovery", recovered)))
+	defer span.End()
+	out := s.call(ctx, acct, p, a, recovered)
+	span.SetAttributes(attribute.String("answer", string(out.Answer)), attribute.String("outcome", string(out.Outcome)))
+	if out.Outcome == provider.Unknown {
+		span.SetStatus(codes.Error, "outcome unknown")
+	}
+	return out
+}
+
+// call is CallProvider's work, in its span when tracing is on.
+func (s *Service) call(ctx context.Context, acct Account, p *Payment, a *Attempt, recovered bool) Outcome {
 	b, err := s.ProviderFor(acct, attemptProvider(p, a))
 	if err != nil {
 		// Nothing was sent: the attempt stays unknown for the reconciler

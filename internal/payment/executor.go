@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/logging"
 )
 
 // The money path. Every mutation of a payment (create, capture, cancel,
@@ -145,6 +146,7 @@ func (s *Service) lookUp(ctx context.Context, sc idempotency.Scope) (lookup, err
 func (s *Service) execute(ctx context.Context, acct Account, k Key, m Mutation, known lookup) (idempotency.Answer, error) {
 	recovering := false
 	if known.found {
+		ctx = logging.WithPayment(ctx, acct.ID, known.rec.PaymentID)
 		d := idempotency.Decide(known.rec, k.Fingerprint, s.clock())
 		if d != idempotency.Recover {
 			return s.answerKnown(ctx, known.rec, d, m)
@@ -162,6 +164,7 @@ func (s *Service) execute(ctx context.Context, acct Account, k Key, m Mutation, 
 	}
 	switch r.kind {
 	case reservedKnown:
+		ctx = logging.WithPayment(ctx, acct.ID, r.record.PaymentID)
 		return s.answerKnown(ctx, r.record, r.decision, m)
 	case reservedAnswered:
 		s.metrics.Idempotency(k.Scope.Operation, "replayed")
@@ -169,6 +172,7 @@ func (s *Service) execute(ctx context.Context, acct Account, k Key, m Mutation, 
 	}
 	s.metrics.Idempotency(k.Scope.Operation, r.work.metric())
 	w := r.work
+	ctx = logging.WithPayment(ctx, acct.ID, w.payment.ID)
 	for {
 		out := s.callThroughCircuit(ctx, acct, w)
 		st, err := s.settle(ctx, acct, w, out)

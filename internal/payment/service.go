@@ -11,6 +11,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/acmepay/payments/internal/provider"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Accounts resolves an account's provider credentials for background work
@@ -107,6 +108,8 @@ type Config struct {
 	// and PROVIDER_CIRCUIT_COOLDOWN.
 	CircuitFailures int
 	CircuitCooldown time.Duration
+	// Tracer, when set, makes each provider call a span; nil: none.
+	Tracer trace.TracerProvider
 }
 
 // Service runs the money path.
@@ -124,6 +127,7 @@ type Service struct {
 	waitMaxBackoff  time.Duration
 	createBudget    time.Duration
 	circuits        map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]
+	tracer          trace.Tracer // nil: tracing off
 }
 
 // NewService checks its dependencies and applies defaults.
@@ -150,6 +154,9 @@ func NewService(c Config) (*Service, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if c.Tracer != nil {
+		s.tracer = c.Tracer.Tracer("github.com/acmepay/payments/internal/payment")
 	}
 	if s.metrics == nil {
 		s.metrics = nopMetrics{}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/acmepay/payments/internal/idempotency"
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 	"github.com/acmepay/payments/internal/postgres/internal/dbsqlc"
 	"github.com/jackc/pgx/v5"
@@ -381,7 +383,7 @@ func (t *paymentTx) AttemptUpdateOutcome(ctx context.Context, a *payment.Attempt
 }
 
 func (t *paymentTx) AuditInsert(ctx context.Context, e payment.AuditEntry) error {
-	details, err := json.Marshal(e.Details)
+	details, err := json.Marshal(withRequestID(ctx, e.Details))
 	if err != nil {
 		return err
 	}
@@ -393,7 +395,7 @@ func (t *paymentTx) AuditInsert(ctx context.Context, e payment.AuditEntry) error
 // AuditEventInsert writes the audit entry and the event of one change in
 // one statement.
 func (t *paymentTx) AuditEventInsert(ctx context.Context, e payment.AuditEntry, ev payment.Event) error {
-	details, err := json.Marshal(e.Details)
+	details, err := json.Marshal(withRequestID(ctx, e.Details))
 	if err != nil {
 		return err
 	}
@@ -402,6 +404,24 @@ func (t *paymentTx) AuditEventInsert(ctx context.Context, e payment.AuditEntry, 
 		Action: e.Action, Reason: e.Reason, Details: details,
 		EventID: ev.ID, EventAccountID: ev.AccountID, EventPaymentID: strPtr(ev.PaymentID), Type: ev.Type,
 		Payload: ev.Payload, CreatedAt: ev.CreatedAt}))
+}
+
+// withRequestID adds the id of the request that made an audit entry (the
+// client's X-Request-Id, or the one the service gave it) to its details,
+// so the console's timeline can lead from a row to the request's log
+// lines. A background job's entries have none.
+func withRequestID(ctx context.Context, details map[string]any) map[string]any {
+	id := logging.RequestID(ctx)
+	if id == "" {
+		return details
+	}
+	if _, set := details["request_id"]; set {
+		return details
+	}
+	out := make(map[string]any, len(details)+1)
+	maps.Copy(out, details)
+	out["request_id"] = id
+	return out
 }
 
 func (t *paymentTx) EventInsert(ctx context.Context, e payment.Event) error {

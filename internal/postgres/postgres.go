@@ -27,6 +27,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DB is a connection pool with the queries bound to it.
@@ -43,6 +46,10 @@ type DB struct {
 	health   *health
 	// river enqueues webhook deliveries inside payment transactions.
 	river *River
+	// tracing is nil unless WithTracing: then each transaction is a span,
+	// and River's inserts and work carry the trace.
+	tracing trace.TracerProvider
+	tracer  trace.Tracer
 }
 
 // Option adjusts the pool configuration.
@@ -56,6 +63,7 @@ type settings struct {
 	timeouts map[string]string
 	// atStart: send them at connection start too (AtConnectionStart).
 	atStart bool
+	tracing trace.TracerProvider
 }
 
 // AtConnectionStart also sends the session timeouts as startup
@@ -64,6 +72,13 @@ type settings struct {
 // does not send itself, such as the delivery queue's (River).
 func AtConnectionStart() Option {
 	return func(s *settings) { s.atStart = true }
+}
+
+// WithTracing makes each transaction a span of tp, and has the delivery
+// queue carry the trace of the transaction that enqueued a job to the
+// span that works it (a link).
+func WithTracing(tp trace.TracerProvider) Option {
+	return func(s *settings) { s.tracing = tp }
 }
 
 // WithCounter counts the statements and transactions run through the pool.
@@ -140,13 +155,17 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", err)
 	}
-	inserter, err := newInserter(pool)
+	inserter, err := newInserter(pool, s.tracing)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: job queue: %w", err)
 	}
 	set := setTimeouts(s.timeouts)
-	db := &DB{Pool: pool, bounded: bounded{pool: pool, set: set}, timeouts: s.timeouts, health: h, river: inserter}
+	db := &DB{Pool: pool, bounded: bounded{pool: pool, set: set}, timeouts: s.timeouts, health: h, river: inserter,
+		tracing: s.tracing}
+	if s.tracing != nil {
+		db.tracer = s.tracing.Tracer("github.com/acmepay/payments/internal/postgres")
+	}
 	db.q = dbsqlc.New(db.bounded)
 	// Transaction control (BEGIN here, COMMIT and ROLLBACK in pipeTx) is
 	// protocol, not a query: it stays out of sqlc.
@@ -364,7 +383,20 @@ func (db *DB) OldestXid(ctx context.Context) (uint64, error) {
 // which READ COMMITTED gives and REPEATABLE READ does not (there a lock on a
 // row changed since the snapshot fails, and a plain read sees the old row).
 // A server default of REPEATABLE READ once left paid payments in processing.
-func withTx(ctx context.Context, db *DB, fn func(pgx.Tx) error) error {
+func withTx(ctx context.Context, db *DB, fn func(pgx.Tx) error) (err error) {
+	// Only inside a traced unit of work: the background passes' own
+	// transactions would otherwise each start a trace of one span.
+	if db.tracer != nil && trace.SpanContextFromContext(ctx).IsValid() {
+		var span trace.Span
+		ctx, span = db.tracer.Start(ctx, "db.transaction", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(semconv.DBSystemNamePostgreSQL))
+		defer func() {
+			if err != nil {
+				span.SetStatus(codes.Error, "transaction failed")
+			}
+			span.End()
+		}()
+	}
 	unsent, err := withTxOnce(ctx, db, fn)
 	if unsent {
 		// A pooled connection that broke while idle: the server never saw

@@ -20,6 +20,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/riverqueue/rivercontrib/otelriver"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // River is the job queue of webhook deliveries, on this database.
@@ -28,8 +31,20 @@ type River = river.Client[pgx.Tx]
 // newInserter is the insert-only River client every store enqueues with:
 // no queues, no leader, no notifier, so it needs no session of its own and
 // works through a transaction pooler.
-func newInserter(pool *pgxpool.Pool) (*River, error) {
-	return river.NewClient(riverpgxv5.New(pool), &river.Config{})
+func newInserter(pool *pgxpool.Pool, tp trace.TracerProvider) (*River, error) {
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{Middleware: RiverTracing(tp)})
+}
+
+// RiverTracing is River's OpenTelemetry middleware when tracing is on: an
+// insert is a span whose context the job carries in its metadata, and the
+// span that works the job links back to it.
+func RiverTracing(tp trace.TracerProvider) []rivertype.Middleware {
+	if tp == nil {
+		return nil
+	}
+	return []rivertype.Middleware{otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
+		TracerProvider: tp, MeterProvider: metricnoop.NewMeterProvider(),
+		EnableTracePropagation: true, EnableWorkSpanJobKindSuffix: true})}
 }
 
 // RiverWorkerConfig sets up the client that works deliveries in serve.
@@ -62,6 +77,7 @@ func NewRiverWorker(db *DB, c RiverWorkerConfig) (*River, error) {
 		JobTimeout:           notify.JobTimeout,
 		RescueStuckJobsAfter: notify.RescueAfter,
 		Logger:               c.Logger,
+		Middleware:           RiverTracing(db.tracing),
 	})
 }
 
@@ -391,7 +407,11 @@ func (s *WebhookStore) DeliveryTarget(ctx context.Context, a notify.DeliverArgs)
 	if e.DeletedAt != nil {
 		ep.Status = notify.StatusDisabled
 	}
-	return notify.Target{Endpoint: ep, EventID: a.EventID, Body: body}, nil
+	t := notify.Target{Endpoint: ep, EventID: a.EventID, Body: body}
+	if ev.PaymentID != nil {
+		t.PaymentID = *ev.PaymentID
+	}
+	return t, nil
 }
 
 // withCursor appends "cursor" to the stored event object. jsonb gives the

@@ -9,7 +9,7 @@ import (
 // the answer proves nothing, the credentials were refused or the provider
 // could not be reached, debug
 // otherwise. msg names the adapter's call ("stripe call").
-func LogCall(log *slog.Logger, msg, op, intentID string, a Answer, code string, err error) {
+func LogCall(ctx context.Context, log *slog.Logger, msg, op, intentID string, a Answer, code string, err error) {
 	level := slog.LevelDebug
 	if a == AnswerIndeterminate || a == AnswerCredentials || a == AnswerUnreachable {
 		level = slog.LevelWarn
@@ -24,5 +24,5 @@ func LogCall(log *slog.Logger, msg, op, intentID string, a Answer, code string, 
 	if err != nil {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
-	log.LogAttrs(context.Background(), level, msg, attrs...)
+	log.LogAttrs(ctx, level, msg, attrs...)
 }

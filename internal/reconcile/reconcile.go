@@ -14,7 +14,11 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Metrics observes reconciliation, by provider name.
@@ -57,6 +61,9 @@ type Config struct {
 	// Jitter returns a number in [0, 1) that spreads retries; math/rand by
 	// default.
 	Jitter func() float64
+	// Tracer, when set, makes each attempt a pass resolves a trace of its
+	// own; nil: none.
+	Tracer trace.TracerProvider
 }
 
 // Reconciler claims unresolved attempts and resolves them.
@@ -65,7 +72,8 @@ type Reconciler struct {
 	last atomic.Pointer[Pass]
 	// pace spaces the claims of every pass of this process, on the wall
 	// clock: the provider's limits are about real time.
-	pace *rate.Limiter
+	pace   *rate.Limiter
+	tracer trace.Tracer // nil: tracing off
 }
 
 // Pass is how a reconciliation pass of this process ended.
@@ -117,7 +125,11 @@ func New(c Config) (*Reconciler, error) {
 		// A burst of one: the calls are spread evenly, never bunched.
 		pace = rate.NewLimiter(rate.Limit(c.Rate), 1)
 	}
-	return &Reconciler{cfg: c, pace: pace}, nil
+	r := &Reconciler{cfg: c, pace: pace}
+	if c.Tracer != nil {
+		r.tracer = c.Tracer.Tracer("github.com/acmepay/payments/internal/reconcile")
+	}
+	return r, nil
 }
 
 // Backoff is the pause before the next try of an attempt the reconciler
@@ -183,11 +195,14 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 		sum.Examined++
 		prov := payment.ProviderOf(a.Provider)
 		examined[prov]++
-		acct, err := r.cfg.Accounts.Merchant(ctx, a.AccountID)
+		// Every line about this attempt names it, its payment and account.
+		actx := logging.WithPayment(ctx, a.AccountID, a.PaymentID)
+		logging.SetAttempt(actx, a.ID, prov)
+		acct, err := r.cfg.Accounts.Merchant(actx, a.AccountID)
 		if err != nil {
 			return sum, err
 		}
-		res, err := r.Attempt(ctx, acct, a, "reconciler", "")
+		res, err := r.traced(actx, acct, a)
 		if err != nil {
 			return sum, err
 		}
@@ -208,10 +223,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 			slog.String("operation", string(a.Operation)), slog.Bool("resolved", res.Resolved), slog.String("status", res.Status),
 			slog.Int("tries", a.ReconcileTries)}
 		if !res.Resolved && !res.ByOther && !res.Waiting && r.cfg.Now().Sub(a.CreatedAt) > r.cfg.AlertAfter {
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "attempt needs attention: unresolved past RECONCILE_ALERT_AFTER",
+			r.cfg.Logger.LogAttrs(actx, slog.LevelWarn, "attempt needs attention: unresolved past RECONCILE_ALERT_AFTER",
 				append(log, slog.Time("created_at", a.CreatedAt), slog.Any("next_try_at", a.NextReconcileAt))...)
 		} else {
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconciled", log...)
+			r.cfg.Logger.LogAttrs(actx, slog.LevelInfo, "reconciled", log...)
 		}
 	}
 	attention, err := r.AttemptCountNeedingAttentionByProvider(ctx)
@@ -226,6 +241,23 @@ func (r *Reconciler) RunOnce(ctx context.Context) (sum Summary, err error) {
 		r.cfg.Metrics.ReconcileNeedsAttention(attention)
 	}
 	return sum, nil
+}
+
+// traced resolves a claimed attempt for a pass, in a span of its own when
+// tracing is on: its provider call and transactions are its children.
+func (r *Reconciler) traced(ctx context.Context, acct payment.Account, a *payment.Attempt) (Resolution, error) {
+	if r.tracer == nil {
+		return r.Attempt(ctx, acct, a, "reconciler", "")
+	}
+	ctx, span := r.tracer.Start(ctx, "reconcile.attempt", trace.WithAttributes(attribute.String("attempt_id", a.ID),
+		attribute.String("payment_id", a.PaymentID), attribute.String("account_id", a.AccountID)))
+	defer span.End()
+	res, err := r.Attempt(ctx, acct, a, "reconciler", "")
+	span.SetAttributes(attribute.Bool("resolved", res.Resolved), attribute.String("status", res.Status))
+	if err != nil {
+		span.SetStatus(codes.Error, "not reconciled")
+	}
+	return res, err
 }
 
 // Run passes every Interval until ctx is done. Errors are logged; the next

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/acmepay/payments/internal/logging"
 	"github.com/acmepay/payments/internal/payment"
 )
 
@@ -135,6 +136,7 @@ func (r *Reconciler) Payment(ctx context.Context, paymentID, actor, reason strin
 	if err != nil {
 		return nil, err
 	}
+	ctx = logging.WithPayment(ctx, p.AccountID, p.ID)
 	acct, err := r.cfg.Accounts.Merchant(ctx, p.AccountID)
 	if err != nil {
 		return nil, err

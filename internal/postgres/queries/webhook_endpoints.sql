@@ -98,7 +98,7 @@ LIMIT @max_rows;
 
 -- The event as the feed serves it, with its position.
 -- name: EventGetForDelivery :one
-SELECT xid::text AS xid_text, seq, type, payload FROM events WHERE account_id = @account_id AND id = @id;
+SELECT xid::text AS xid_text, seq, type, payload, payment_id FROM events WHERE account_id = @account_id AND id = @id;
 
 -- For the disabled-endpoints gauge: failing_since is still set on an
 -- endpoint the service disabled after its failing streak.

@@ -164,7 +164,7 @@ func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r prov
 	set["capture"] = r.CaptureMethod != "manual"
 	cl := &call{idemKey: r.IdempotencyKey, set: set}
 	resp, err := p.sdk(accessToken(c)).payment.Create(withCall(ctx, cl), body)
-	return p.result(opAuthorize, "", resp, err, cl)
+	return p.result(ctx, opAuthorize, "", resp, err, cl)
 }
 
 // Capture captures an authorized payment, in full when Amount is 0.
@@ -182,7 +182,7 @@ func (p *Provider) Capture(ctx context.Context, c provider.Credentials, r provid
 	} else {
 		resp, err = pc.Capture(withCall(ctx, cl), id)
 	}
-	return p.result(opCapture, r.IntentID, resp, err, cl)
+	return p.result(ctx, opCapture, r.IntentID, resp, err, cl)
 }
 
 // Cancel cancels a payment that is not captured (authorized or pending).
@@ -193,7 +193,7 @@ func (p *Provider) Cancel(ctx context.Context, c provider.Credentials, r provide
 	}
 	cl := &call{idemKey: r.IdempotencyKey}
 	resp, err := p.sdk(accessToken(c)).payment.Cancel(withCall(ctx, cl), id)
-	return p.result(opCancel, r.IntentID, resp, err, cl)
+	return p.result(ctx, opCancel, r.IntentID, resp, err, cl)
 }
 
 // Refund refunds a captured payment, in full when Amount is 0. Mercado Pago
@@ -216,7 +216,7 @@ func (p *Provider) Refund(ctx context.Context, c provider.Credentials, r provide
 	if v.answer == provider.AnswerObject && rf == nil {
 		v = unknown(errEmptyAnswer)
 	}
-	p.logVerdict(opRefund, r.IntentID, v)
+	p.logVerdict(ctx, opRefund, r.IntentID, v)
 	out := provider.RefundResult{Answer: v.answer, Resent: cl.wire.Resent(), FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 	if v.answer == provider.AnswerObject {
 		out.Refund = toRefund(rf)
@@ -255,7 +255,7 @@ func precheckIntent(c provider.Credentials, key, intentID string) (int, provider
 
 // result classifies a payment call. A created payment that Mercado Pago
 // rejected is its card error answer (it answers 201 with status rejected).
-func (p *Provider) result(o op, intentID string, resp *payment.Response, err error, cl *call) provider.Result {
+func (p *Provider) result(ctx context.Context, o op, intentID string, resp *payment.Response, err error, cl *call) provider.Result {
 	v := classifyCall(err, cl)
 	if v.answer == provider.AnswerObject && (resp == nil || resp.ID == 0) {
 		v = unknown(errEmptyAnswer)
@@ -267,11 +267,11 @@ func (p *Provider) result(o op, intentID string, resp *payment.Response, err err
 			v = verdict{answer: provider.AnswerCardError, code: in.FailureCode, message: in.FailureMessage}
 		}
 	}
-	p.logVerdict(o, intentID, v)
+	p.logVerdict(ctx, o, intentID, v)
 	return provider.Result{Answer: v.answer, Resent: cl.wire.Resent(), Intent: in,
 		FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 }
 
-func (p *Provider) logVerdict(o op, intentID string, v verdict) {
-	provider.LogCall(p.log, "mercadopago call", string(o), intentID, v.answer, v.code, v.err)
+func (p *Provider) logVerdict(ctx context.Context, o op, intentID string, v verdict) {
+	provider.LogCall(ctx, p.log, "mercadopago call", string(o), intentID, v.answer, v.code, v.err)
 }

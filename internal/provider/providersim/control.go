@@ -30,7 +30,8 @@ type randomFaultsJSON struct {
 // simulator runs as a separate process:
 //
 //	GET    /_sim/stats                totals plus "by_key"
-//	GET    /_sim/requests             request log
+//	GET    /_sim/requests             request log (each with the traceparent it carried)
+//	GET    /_sim/traceparent?idempotency_key=  {"traceparent"} of the last request with that key
 //	GET    /_sim/intents?secret_key=  intents of one key
 //	POST   /_sim/faults               {"op","idempotency_key","kind","delay","times"} -> {"id"}
 //	GET    /_sim/faults/{id}          {"id","hits","reached"}
@@ -98,6 +99,9 @@ func (s *Server) recordRoutes(m *http.ServeMux) {
 	})
 	m.HandleFunc("GET /_sim/requests", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Requests())
+	})
+	m.HandleFunc("GET /_sim/traceparent", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"traceparent": s.LastTraceparent(r.URL.Query().Get("idempotency_key"))})
 	})
 	m.HandleFunc("GET /_sim/intents", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Intents(r.URL.Query().Get("secret_key")))

@@ -118,7 +118,8 @@ func (s *Server) mpEndpoint(op string, run runFunc) http.Handler {
 func (s *Server) mpAuthenticate(w http.ResponseWriter, r *http.Request, op string) (string, *Request, bool) {
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	token = strings.TrimSpace(token)
-	rec := &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("X-Idempotency-Key")}
+	rec := &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("X-Idempotency-Key"),
+		Traceparent: r.Header.Get("Traceparent")}
 	authed := isMPToken(token)
 	s.mu.Lock()
 	rec.Time = s.now()

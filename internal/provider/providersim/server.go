@@ -245,6 +245,9 @@ type Request struct {
 	Fault          FaultKind `json:"fault,omitempty"` // fault applied, if any
 	Status         int       `json:"status"`          // 0 when the connection was dropped
 	Time           time.Time `json:"time"`            // arrival, by Options.Now
+	// Traceparent is the W3C trace context the caller sent, to find the
+	// span of the call that made this request.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // maxLog bounds the request log for long load tests.
@@ -371,6 +374,19 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.log[max(0, len(s.log)-maxLog):]...)
 }
 
+// LastTraceparent is the traceparent of the last request sent with the
+// idempotency key ("" for any request), or "" when it carried none.
+func (s *Server) LastTraceparent(idemKey string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.log) - 1; i >= 0; i-- {
+		if idemKey == "" || s.log[i].IdempotencyKey == idemKey {
+			return s.log[i].Traceparent
+		}
+	}
+	return ""
+}
+
 // Intents returns a copy of the secret key's intents in creation order.
 func (s *Server) Intents(secretKey string) []Intent {
 	s.mu.Lock()
@@ -475,7 +491,8 @@ func (s *Server) endpoint(op string, run runFunc) http.Handler {
 // route. When they fail it answers and returns ok false.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, op string, run runFunc) (key string, rec *Request, ok bool) {
 	key, authed := secretKey(r)
-	rec = &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key")}
+	rec = &Request{Op: op, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		Traceparent: r.Header.Get("Traceparent")}
 	var credStatus int
 	var credErr *apiError
 	s.mu.Lock()

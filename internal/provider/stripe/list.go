@@ -37,7 +37,7 @@ func (p *Provider) ListIntents(ctx context.Context, c provider.Credentials, q pr
 	params.Single = true // one page per call, so the caller paces the calls
 	params.AddExpand("data.latest_charge")
 	params.Context = ctx
-	it := p.client(c.SecretKey).PaymentIntents.List(params)
+	it := p.client(ctx, c.SecretKey).PaymentIntents.List(params)
 	var page provider.ListPage
 	for it.Next() {
 		page.Intents = append(page.Intents, listed(it.PaymentIntent()))

@@ -13,11 +13,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	stripego "github.com/stripe/stripe-go/v76"
-	"github.com/stripe/stripe-go/v76/client"
+	"github.com/stripe/stripe-go/v76/account"
+	"github.com/stripe/stripe-go/v76/dispute"
+	"github.com/stripe/stripe-go/v76/paymentintent"
+	"github.com/stripe/stripe-go/v76/refund"
 
 	"github.com/acmepay/payments/internal/provider"
 	"github.com/acmepay/payments/internal/provider/reach"
@@ -48,12 +50,11 @@ type Config struct {
 // Provider is the Stripe implementation of provider.Provider. It is safe for
 // concurrent use.
 type Provider struct {
-	backends *stripego.Backends
-	log      *slog.Logger
-	retries  int
-	profile  provider.Profile
-	clock    *provider.Clock
-	clients  sync.Map // secret key -> *client.API
+	backend *stripego.BackendImplementation
+	log     *slog.Logger
+	retries int
+	profile provider.Profile
+	clock   *provider.Clock
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -71,22 +72,16 @@ func New(cfg Config) *Provider {
 		hc = *cfg.HTTPClient
 	}
 	hc.Transport = reach.Dated(clock, hc.Transport)
-	backend := func(t stripego.SupportedBackend) stripego.Backend {
-		bc := &stripego.BackendConfig{
-			HTTPClient:        &hc,
-			MaxNetworkRetries: stripego.Int64(int64(cfg.MaxNetworkRetries)),
-			LeveledLogger:     quietLogger{l: logger},
-		}
-		if cfg.APIBase != "" {
-			bc.URL = stripego.String(cfg.APIBase)
-		}
-		return stripego.GetBackendWithConfig(t, bc)
+	bc := &stripego.BackendConfig{
+		HTTPClient:        &hc,
+		MaxNetworkRetries: stripego.Int64(int64(cfg.MaxNetworkRetries)),
+		LeveledLogger:     callLogger{l: logger, ctx: context.Background()},
+	}
+	if cfg.APIBase != "" {
+		bc.URL = stripego.String(cfg.APIBase)
 	}
 	return &Provider{
-		backends: &stripego.Backends{
-			API:     backend(stripego.APIBackend),
-			Uploads: backend(stripego.UploadsBackend),
-		},
+		backend: stripego.GetBackendWithConfig(stripego.APIBackend, bc).(*stripego.BackendImplementation),
 		log:     logger,
 		retries: cfg.MaxNetworkRetries,
 		clock:   clock,
@@ -112,14 +107,24 @@ func (p *Provider) Clock() *provider.Clock { return p.clock }
 // Retries is how often stripe-go re-sends one call on its own.
 func (p *Provider) Retries() int { return p.retries }
 
-// client returns the stripe-go client for a secret key. Backends hold no key,
-// so all clients share them.
-func (p *Provider) client(key string) *client.API {
-	if c, ok := p.clients.Load(key); ok {
-		return c.(*client.API)
-	}
-	c, _ := p.clients.LoadOrStore(key, client.New(key, p.backends))
-	return c.(*client.API)
+// calls are the stripe-go resources one call uses.
+type calls struct {
+	PaymentIntents paymentintent.Client
+	Refunds        refund.Client
+	Disputes       dispute.Client
+	Accounts       account.Client
+}
+
+// client returns the stripe-go resources for one call with a secret key.
+// stripe-go's logger takes no context, so each call gets a copy of the
+// shared backend (a few words; the HTTP client and the telemetry buffer
+// stay shared) whose logger writes with the call's context: its retry
+// lines name the payment, the attempt and the request like every other.
+func (p *Provider) client(ctx context.Context, key string) *calls {
+	b := *p.backend
+	b.LeveledLogger = callLogger{l: p.log, ctx: ctx}
+	return &calls{PaymentIntents: paymentintent.Client{B: &b, Key: key}, Refunds: refund.Client{B: &b, Key: key},
+		Disputes: dispute.Client{B: &b, Key: key}, Accounts: account.Client{B: &b, Key: key}}
 }
 
 // Authorize creates and confirms a PaymentIntent.
@@ -138,8 +143,8 @@ func (p *Provider) Authorize(ctx context.Context, c provider.Credentials, r prov
 	params.SetIdempotencyKey(r.IdempotencyKey)
 	ctx, call := reach.Trace(ctx)
 	params.Context = ctx
-	pi, err := p.client(c.SecretKey).PaymentIntents.New(params)
-	return p.result(opAuthorize, "", pi, err, call)
+	pi, err := p.client(ctx, c.SecretKey).PaymentIntents.New(params)
+	return p.result(ctx, opAuthorize, "", pi, err, call)
 }
 
 // authorizeParams builds the create-and-confirm request. A card token is
@@ -218,8 +223,8 @@ func (p *Provider) Capture(ctx context.Context, c provider.Credentials, r provid
 	params.SetIdempotencyKey(r.IdempotencyKey)
 	ctx, call := reach.Trace(ctx)
 	params.Context = ctx
-	pi, err := p.client(c.SecretKey).PaymentIntents.Capture(r.IntentID, params)
-	return p.result(opCapture, r.IntentID, pi, err, call)
+	pi, err := p.client(ctx, c.SecretKey).PaymentIntents.Capture(r.IntentID, params)
+	return p.result(ctx, opCapture, r.IntentID, pi, err, call)
 }
 
 // Cancel cancels an uncaptured PaymentIntent.
@@ -234,8 +239,8 @@ func (p *Provider) Cancel(ctx context.Context, c provider.Credentials, r provide
 	params.SetIdempotencyKey(r.IdempotencyKey)
 	ctx, call := reach.Trace(ctx)
 	params.Context = ctx
-	pi, err := p.client(c.SecretKey).PaymentIntents.Cancel(r.IntentID, params)
-	return p.result(opCancel, r.IntentID, pi, err, call)
+	pi, err := p.client(ctx, c.SecretKey).PaymentIntents.Cancel(r.IntentID, params)
+	return p.result(ctx, opCancel, r.IntentID, pi, err, call)
 }
 
 // Refund refunds a captured PaymentIntent, in full when Amount is 0.
@@ -253,9 +258,9 @@ func (p *Provider) Refund(ctx context.Context, c provider.Credentials, r provide
 	params.SetIdempotencyKey(r.IdempotencyKey)
 	ctx, call := reach.Trace(ctx)
 	params.Context = ctx
-	rf, err := p.client(c.SecretKey).Refunds.New(params)
+	rf, err := p.client(ctx, c.SecretKey).Refunds.New(params)
 	v := classifyCall(err, call)
-	p.logVerdict(opRefund, r.IntentID, v)
+	p.logVerdict(ctx, opRefund, r.IntentID, v)
 	res := provider.RefundResult{Answer: v.answer, Resent: call.Resent(), FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 	if v.answer == provider.AnswerObject {
 		res.Refund = toRefund(rf)
@@ -271,7 +276,7 @@ func (p *Provider) ListRefunds(ctx context.Context, c provider.Credentials, inte
 	params := &stripego.RefundListParams{PaymentIntent: stripego.String(intentID)}
 	params.Limit = stripego.Int64(100)
 	params.Context = ctx
-	it := p.client(c.SecretKey).Refunds.List(params)
+	it := p.client(ctx, c.SecretKey).Refunds.List(params)
 	return readList(it.Iter, "refunds", func() provider.Refund { return *toRefund(it.Refund()) })
 }
 
@@ -313,7 +318,7 @@ func (p *Provider) RetrieveIntent(ctx context.Context, c provider.Credentials, i
 	}
 	params := &stripego.PaymentIntentParams{}
 	params.Context = ctx
-	pi, err := p.client(c.SecretKey).PaymentIntents.Get(id, params)
+	pi, err := p.client(ctx, c.SecretKey).PaymentIntents.Get(id, params)
 	if err != nil {
 		var se *stripego.Error
 		if errors.As(err, &se) && se.HTTPStatusCode == http.StatusNotFound && se.Code == stripego.ErrorCodeResourceMissing {
@@ -335,7 +340,7 @@ func (p *Provider) AccountID(ctx context.Context, c provider.Credentials) (strin
 	params := &stripego.AccountParams{}
 	params.Context = ctx
 	acct := &stripego.Account{}
-	if err := p.client(c.SecretKey).Accounts.B.Call(http.MethodGet, "/v1/account", c.SecretKey, params, acct); err != nil {
+	if err := p.client(ctx, c.SecretKey).Accounts.B.Call(http.MethodGet, "/v1/account", c.SecretKey, params, acct); err != nil {
 		var se *stripego.Error
 		if errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != http.StatusTooManyRequests {
 			return "", fmt.Errorf("%w: %w", provider.ErrCredentialsRefused, loggable(err))
@@ -362,7 +367,7 @@ func (p *Provider) SearchIntentByPaymentID(ctx context.Context, c provider.Crede
 	params.Limit = stripego.Int64(100)
 	params.Single = true // attempts per payment are few; one page is plenty
 	params.Context = ctx
-	it := p.client(c.SecretKey).PaymentIntents.Search(params)
+	it := p.client(ctx, c.SecretKey).PaymentIntents.Search(params)
 	var best *stripego.PaymentIntent
 	for it.Next() {
 		pi := it.PaymentIntent()
@@ -399,9 +404,9 @@ func precheck(c provider.Credentials, intentID string) (provider.Result, bool) {
 }
 
 // result classifies a PaymentIntent call.
-func (p *Provider) result(o op, intentID string, pi *stripego.PaymentIntent, err error, call *reach.Call) provider.Result {
+func (p *Provider) result(ctx context.Context, o op, intentID string, pi *stripego.PaymentIntent, err error, call *reach.Call) provider.Result {
 	v := classifyCall(err, call)
-	p.logVerdict(o, intentID, v)
+	p.logVerdict(ctx, o, intentID, v)
 	res := provider.Result{Answer: v.answer, Resent: call.Resent(), FailureCode: v.code, FailureMessage: v.message, Err: v.err}
 	switch {
 	case v.answer == provider.AnswerObject:
@@ -412,8 +417,8 @@ func (p *Provider) result(o op, intentID string, pi *stripego.PaymentIntent, err
 	return res
 }
 
-func (p *Provider) logVerdict(o op, intentID string, v verdict) {
-	provider.LogCall(p.log, "stripe call", string(o), intentID, v.answer, v.code, v.err)
+func (p *Provider) logVerdict(ctx context.Context, o op, intentID string, v verdict) {
+	provider.LogCall(ctx, p.log, "stripe call", string(o), intentID, v.answer, v.code, v.err)
 }
 
 func toIntent(pi *stripego.PaymentIntent) *provider.Intent {
@@ -542,7 +547,7 @@ func (p *Provider) ListDisputes(ctx context.Context, c provider.Credentials, int
 	params := &stripego.DisputeListParams{PaymentIntent: stripego.String(intentID)}
 	params.Limit = stripego.Int64(100)
 	params.Context = ctx
-	it := p.client(c.SecretKey).Disputes.List(params)
+	it := p.client(ctx, c.SecretKey).Disputes.List(params)
 	return readList(it.Iter, "disputes", func() provider.Dispute { return toDispute(it.Dispute()) })
 }
 

@@ -36,7 +36,7 @@ func (q *Queries) EventAccount(ctx context.Context, id string) (string, error) {
 }
 
 const eventGetForDelivery = `-- name: EventGetForDelivery :one
-SELECT xid::text AS xid_text, seq, type, payload FROM events WHERE account_id = $1 AND id = $2
+SELECT xid::text AS xid_text, seq, type, payload, payment_id FROM events WHERE account_id = $1 AND id = $2
 `
 
 type EventGetForDeliveryParams struct {
@@ -45,10 +45,11 @@ type EventGetForDeliveryParams struct {
 }
 
 type EventGetForDeliveryRow struct {
-	XidText string
-	Seq     int64
-	Type    string
-	Payload []byte
+	XidText   string
+	Seq       int64
+	Type      string
+	Payload   []byte
+	PaymentID *string
 }
 
 // The event as the feed serves it, with its position.
@@ -60,6 +61,7 @@ func (q *Queries) EventGetForDelivery(ctx context.Context, arg EventGetForDelive
 		&i.Seq,
 		&i.Type,
 		&i.Payload,
+		&i.PaymentID,
 	)
 	return i, err
 }
