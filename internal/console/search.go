@@ -18,6 +18,8 @@ type SearchHit struct {
 	Currency  string
 	Provider  string
 	CreatedAt time.Time
+	// ByRequestID: found because a request with that id acted on it.
+	ByRequestID bool
 }
 
 const searchLimit = 50

@@ -24,10 +24,20 @@ func TestSearch(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &p); err != nil || p.ProviderPaymentID == "" {
 		t.Fatalf("payment %s: %s", id, r.Body)
 	}
+	// A capture sent with the merchant's own request id.
+	r = e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/payments/" + id + "/capture", Key: "k-busca-cap", Body: `{}`,
+		Headers: map[string]string{"X-Request-Id": "req-merchant-busca-1"}})
+	if r.Status != http.StatusOK {
+		t.Fatalf("capture = %d %s", r.Status, r.Body)
+	}
 	c := newClient(t, e)
 	c.signIn("Ana", apitest.AdminToken)
 
-	res, _ := c.do(http.MethodGet, "/console/search?q="+id, nil)
+	res, page := c.do(http.MethodGet, "/console/search?q=req-merchant-busca-1", nil)
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `data-payment-id="`+id+`"`) || !strings.Contains(page, "by request id") {
+		t.Fatalf("search by request id = %d, want the payment the capture acted on:\n%s", res.StatusCode, page)
+	}
+	res, _ = c.do(http.MethodGet, "/console/search?q="+id, nil)
 	wantRedirect(t, res, "/console/payments/"+id)
 	for _, q := range []string{"pedido-busca", p.ProviderPaymentID} {
 		res, page := c.do(http.MethodGet, "/console/search?q="+url.QueryEscape(q), nil)
@@ -35,7 +45,7 @@ func TestSearch(t *testing.T) {
 			t.Fatalf("search %q = %d, want a row for %s:\n%s", q, res.StatusCode, id, page)
 		}
 	}
-	res, page := c.do(http.MethodGet, "/console/search?q=pedido-que-nao-existe", nil)
+	res, page = c.do(http.MethodGet, "/console/search?q=pedido-que-nao-existe", nil)
 	if res.StatusCode != http.StatusOK || strings.Contains(page, "data-payment-id") || !strings.Contains(page, "Nothing matches") {
 		t.Fatalf("search for nothing = %d:\n%s", res.StatusCode, page)
 	}

@@ -166,19 +166,42 @@ func (s *ConsoleStore) ConsoleOperatorDisable(ctx context.Context, name string, 
 }
 
 // ConsolePaymentSearch finds payments of any account by order id or
-// provider id, newest first, at most limit.
+// provider id, newest first, and those whose audit trail names q as a
+// request id among the newest requestIDRowsBack audit rows; at most limit
+// of each.
 func (s *ConsoleStore) ConsolePaymentSearch(ctx context.Context, q string, limit int) ([]console.SearchHit, error) {
 	rows, err := s.db.q.ConsolePaymentSearch(ctx, dbsqlc.ConsolePaymentSearchParams{Q: q, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]console.SearchHit, len(rows))
-	for i, r := range rows {
-		out[i] = console.SearchHit{ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Status: payment.Status(r.Status),
-			Amount: r.Amount, Currency: r.Currency, Provider: r.Provider, CreatedAt: r.CreatedAt}
+	out := make([]console.SearchHit, 0, len(rows))
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[r.ID] = true
+		out = append(out, console.SearchHit{ID: r.ID, AccountID: r.AccountID, OrderID: r.OrderID, Status: payment.Status(r.Status),
+			Amount: r.Amount, Currency: r.Currency, Provider: r.Provider, CreatedAt: r.CreatedAt})
+	}
+	ids, err := s.db.q.ConsolePaymentIDsByRequestID(ctx, dbsqlc.ConsolePaymentIDsByRequestIDParams{Q: q, RowsBack: requestIDRowsBack})
+	if err != nil {
+		return nil, translate(err)
+	}
+	for _, id := range ids {
+		if seen[id] || len(out) >= 2*limit {
+			continue
+		}
+		p, err := s.db.q.PaymentGetAnyAccount(ctx, id)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, console.SearchHit{ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Status: payment.Status(p.Status),
+			Amount: p.Amount, Currency: p.Currency, Provider: p.Provider, CreatedAt: p.CreatedAt, ByRequestID: true})
 	}
 	return out, nil
 }
+
+// requestIDRowsBack is how far back in the audit trail a request id is
+// looked for: at two rows a create, about the last 500,000 payments.
+const requestIDRowsBack = 1_000_000
 
 // ConsoleActivityByHour counts, by provider and hour since since, the
 // payments created and the authorization attempts with their outcomes.

@@ -118,3 +118,13 @@ FROM attempts
 WHERE id >= @from_id AND id < 'att`' AND operation = 'autorizar' AND created_at >= @since
 GROUP BY 1, 2
 ORDER BY 1, 2;
+
+-- Payments whose audit trail names the request id @q among the newest
+-- @rows_back audit rows: a request id is looked for soon after the request,
+-- and a bounded walk down the primary key needs no index of its own (one
+-- more on every audit row written would tax every payment).
+-- name: ConsolePaymentIDsByRequestID :many
+SELECT DISTINCT payment_id::text AS payment_id FROM audit_log
+WHERE id > (SELECT coalesce(max(id), 0) FROM audit_log) - @rows_back::bigint
+  AND details->>'request_id' = @q::text
+LIMIT 50;

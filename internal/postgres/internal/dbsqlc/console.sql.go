@@ -169,6 +169,42 @@ func (q *Queries) ConsoleOperatorNameTaken(ctx context.Context, name string) (bo
 	return taken, err
 }
 
+const consolePaymentIDsByRequestID = `-- name: ConsolePaymentIDsByRequestID :many
+SELECT DISTINCT payment_id::text AS payment_id FROM audit_log
+WHERE id > (SELECT coalesce(max(id), 0) FROM audit_log) - $1::bigint
+  AND details->>'request_id' = $2::text
+LIMIT 50
+`
+
+type ConsolePaymentIDsByRequestIDParams struct {
+	RowsBack int64
+	Q        string
+}
+
+// Payments whose audit trail names the request id @q among the newest
+// @rows_back audit rows: a request id is looked for soon after the request,
+// and a bounded walk down the primary key needs no index of its own (one
+// more on every audit row written would tax every payment).
+func (q *Queries) ConsolePaymentIDsByRequestID(ctx context.Context, arg ConsolePaymentIDsByRequestIDParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, consolePaymentIDsByRequestID, arg.RowsBack, arg.Q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var payment_id string
+		if err := rows.Scan(&payment_id); err != nil {
+			return nil, err
+		}
+		items = append(items, payment_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const consolePaymentSearch = `-- name: ConsolePaymentSearch :many
 SELECT p.id, p.account_id, p.order_id, p.status, p.amount, p.currency, p.provider, p.created_at
 FROM accounts a
