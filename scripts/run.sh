@@ -17,10 +17,12 @@ TRY
 
 # try_lost ADDR API_KEY SIM: one line that makes the simulator charge and
 # lose its answer (202 unknown), then retries with the same key once the
-# simulator answers again (201: the same attempt, one charge).
+# simulator answers again (201: the same attempt, one charge). The
+# simulator's webhooks are held meanwhile: they would tell the service the
+# outcome before the retry.
 try_lost() {
   cat <<LOST
-    K=\$(cat /proc/sys/kernel/random/uuid) O=lost-t\$(date +%s)n\$(date +%N); pay() { curl -sS -X POST http://$1/v1/payments -H 'Authorization: Bearer $2' -H 'Content-Type: application/json' -H "Idempotency-Key: \$K" -d '{"order_id":"'\$O'","amount":2000,"currency":"BRL","payment_method":"pm_card_visa"}' -w '\nHTTP %{http_code}\n' | grep -oE '^HTTP [0-9]+|"status":"[a-z_]+"' | tr '\n' ' '; echo; }; curl -sS -X POST $3/_sim/faults -d '{"op":"authorize","kind":"drop_after_effect"}' >/dev/null; pay; curl -sS -X DELETE $3/_sim/faults; pay
+    K=\$(cat /proc/sys/kernel/random/uuid) O=lost-t\$(date +%s)n\$(date +%N); pay() { curl -sS -X POST http://$1/v1/payments -H 'Authorization: Bearer $2' -H 'Content-Type: application/json' -H "Idempotency-Key: \$K" -d '{"order_id":"'\$O'","amount":2000,"currency":"BRL","payment_method":"pm_card_visa"}' -w '\nHTTP %{http_code}\n' | grep -oE '^HTTP [0-9]+|"status":"[a-z_]+"' | tr '\n' ' '; echo; }; curl -sS -X POST $3/_sim/webhooks/hold; curl -sS -X POST $3/_sim/faults -d '{"op":"authorize","kind":"drop_after_effect"}' >/dev/null; pay; curl -sS -X DELETE $3/_sim/faults; pay; curl -sS -X POST $3/_sim/webhooks/release -d '{}' >/dev/null
 LOST
 }
 

@@ -62,9 +62,10 @@ func TestRunTryLineMakesANewOrderEachPaste(t *testing.T) {
 	}
 }
 
-// The lost-answer line make run prints injects a fault that drops the
-// provider's answer, creates, removes the fault and creates again with the
-// same key and body: a 202, then the same attempt's 201.
+// The lost-answer line make run prints holds the simulator's webhooks,
+// injects a fault that drops the provider's answer, creates, removes the
+// fault and creates again with the same key and body (a 202, then the same
+// attempt's 201), then lets the webhooks go.
 func TestRunLostAnswerRetriesWithTheSameKey(t *testing.T) {
 	t.Parallel()
 	code, line, stderr := bash(t, os.Environ(), `source ./run.sh && try_lost 127.0.0.1:8080 psk_test http://127.0.0.1:12111`)
@@ -90,15 +91,18 @@ func TestRunLostAnswerRetriesWithTheSameKey(t *testing.T) {
 			calls = append(calls, l)
 		}
 	}
-	if len(calls) != 4 ||
-		!strings.HasPrefix(calls[0], `POST http://127.0.0.1:12111/_sim/faults||{"op":"authorize","kind":"drop_after_effect"}`) ||
-		!strings.HasPrefix(calls[1], "POST http://127.0.0.1:8080/v1/payments|Idempotency-Key: ") ||
-		!strings.HasPrefix(calls[2], "DELETE http://127.0.0.1:12111/_sim/faults|") ||
-		calls[3] != calls[1] {
-		t.Fatalf("the line sent:\n%s\nwant a fault, a create, the fault removed, the same create again", strings.Join(calls, "\n"))
+	if len(calls) != 6 ||
+		!strings.HasPrefix(calls[0], "POST http://127.0.0.1:12111/_sim/webhooks/hold|") ||
+		!strings.HasPrefix(calls[1], `POST http://127.0.0.1:12111/_sim/faults||{"op":"authorize","kind":"drop_after_effect"}`) ||
+		!strings.HasPrefix(calls[2], "POST http://127.0.0.1:8080/v1/payments|Idempotency-Key: ") ||
+		!strings.HasPrefix(calls[3], "DELETE http://127.0.0.1:12111/_sim/faults|") ||
+		calls[4] != calls[2] ||
+		!strings.HasPrefix(calls[5], "POST http://127.0.0.1:12111/_sim/webhooks/release|") {
+		t.Fatalf("the line sent:\n%s\nwant webhooks held, a fault, a create, the fault removed, the same create again, webhooks released",
+			strings.Join(calls, "\n"))
 	}
-	if !regexp.MustCompile(`Idempotency-Key: [0-9a-f-]{36}\|\{"order_id":"lost-t[0-9]{1,12}n[0-9]{1,9}"`).MatchString(calls[1]) {
-		t.Fatalf("create sent %s, want a fresh key and order", calls[1])
+	if !regexp.MustCompile(`Idempotency-Key: [0-9a-f-]{36}\|\{"order_id":"lost-t[0-9]{1,12}n[0-9]{1,9}"`).MatchString(calls[2]) {
+		t.Fatalf("create sent %s, want a fresh key and order", calls[2])
 	}
 }
 
