@@ -30,9 +30,10 @@ test: ## run every test against a real PostgreSQL (started privately if 5432 is 
 	@scripts/test.sh
 
 .PHONY: generate
-generate: ## regenerate sqlc code and the Go API client (api/client)
+generate: ## regenerate sqlc code, the Go API client (api/client) and docs/configuration.md
 	$(GO) tool sqlc generate
 	$(GO) generate ./api/client/
+	$(GO) generate ./internal/settings/
 
 # vacuum sits in its own module (tools/vacuum) so that its dependencies
 # stay out of the service's go.mod.
@@ -58,10 +59,18 @@ ts: ## TypeScript client (clients/typescript): npm ci from the lockfile, generat
 ts-generate: ## regenerate clients/typescript/src/schema.d.ts from openapi.yaml
 	cd clients/typescript && npm run --silent generate
 
+.PHONY: config-diff
+config-diff: ## fail if docs/configuration.md is not what the settings list (internal/settings) generates
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		$(GO) run ./internal/settings/gendoc -o "$$tmp/configuration.md" && \
+		diff -u docs/configuration.md "$$tmp/configuration.md" || \
+		{ echo "docs/configuration.md is stale: run make generate"; exit 1; }
+
 .PHONY: verify
-verify: ## generated code current, OpenAPI lint, gofmt, go vet, staticcheck, go.mod tidy, Dockerfile and script checks
+verify: ## generated code and docs/configuration.md current, OpenAPI lint, gofmt, go vet, staticcheck, go.mod tidy, Dockerfile and script checks
 	$(GO) tool sqlc diff
 	@$(MAKE) --no-print-directory client-diff
+	@$(MAKE) --no-print-directory config-diff
 	@$(MAKE) --no-print-directory lint-openapi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -63,11 +63,11 @@ fi
 
 # The stop timeout: documented, and longer than the drain.
 timeout_s="$(grep -oE 'stop-timeout: *[0-9]+s' "$DOCKERFILE" | head -1 | grep -oE '[0-9]+' || true)"
-provider_timeout_s="$(grep -oE '"PROVIDER_TIMEOUT", *&c\.ProviderTimeout, *[0-9]+ *\* *time\.Second' cmd/payments/config.go | grep -oE '[0-9]+ *\*' | tr -dc 0-9 || true)"
+provider_timeout_s="$(grep -oE 'Name: *"PROVIDER_TIMEOUT", *Default: *"[0-9]+s"' internal/settings/settings.go | grep -oE '"[0-9]+s"' | tr -dc 0-9 || true)"
 if [ -z "$timeout_s" ]; then
 	bad 'document the stop timeout as "stop-timeout: <N>s"'
 elif [ -z "$provider_timeout_s" ]; then
-	bad 'cannot find the PROVIDER_TIMEOUT default in cmd/payments/config.go to compare the stop timeout with; update this check'
+	bad 'cannot find the PROVIDER_TIMEOUT default in internal/settings/settings.go to compare the stop timeout with; update this check'
 elif [ "$timeout_s" -le $((provider_timeout_s + 5)) ]; then
 	bad "stop-timeout ${timeout_s}s is not longer than the drain (PROVIDER_TIMEOUT ${provider_timeout_s}s + 5s)"
 fi

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make demo`, against a running `make run`: the whole story on the
 # simulator. A provider response is lost, the client gets 202 unknown, a retry
-# with the same key recovers the same attempt (one charge), a signed webhook
-# arrives twice, and the events feed shows every change once. Then a Pix
+# with the same key recovers the same attempt (one charge), the payment is
+# captured through the API and the provider's own signed webhook arrives
+# twice, and the events feed shows every change once. Then a Pix
 # payment: its QR code, paid through the simulator's control API, and the
 # events it produced.
 set -euo pipefail
@@ -28,7 +29,6 @@ done
 [ -s "$DATA/demo-account.json" ] || { echo "demo: no demo account in $DATA: start the service with make run first" >&2; exit 1; }
 ACCOUNT_ID="$(sed -E 's/.*"id":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
 API_KEY="$(sed -E 's/.*"api_key":"([^"]+)".*/\1/' "$DATA/demo-account.json")"
-WHSEC="$(cat "$DATA/webhook.secret")"
 ORDER="demo-t$(date +%s)n$(date +%N)"
 KEY="$(cat /proc/sys/kernel/random/uuid)"
 BODY="{\"order_id\":\"$ORDER\",\"amount\":2000,\"currency\":\"BRL\",\"payment_method\":\"pm_card_visa\",\"capture_method\":\"manual\"}"
@@ -83,15 +83,22 @@ echo "authorize requests with provider key $PKEY: $(printf '%s' "$SENT" | grep -
   "(replayed by the provider: $(printf '%s' "$SENT" | grep -c '"replayed":true' || true))"
 echo "payment intents at the provider for $PAYMENT_ID: $INTENTS"
 if [ "$INTENTS" = 1 ]; then echo "-> one charge"; else echo "-> $INTENTS charges, expected 1"; fi
-PI="$(curl "$API/v1/payments/$PAYMENT_ID" -H "Authorization: Bearer $API_KEY" | sed -E 's/.*"provider_payment_id":"([^"]+)".*/\1/')"
 
-say "6. a signed webhook: the intent was captured at the provider (sent twice: one effect)"
-EVENT="{\"id\":\"evt_demo_$ORDER\",\"object\":\"event\",\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"$PI\",\"object\":\"payment_intent\",\"status\":\"succeeded\",\"amount\":2000,\"amount_received\":2000,\"currency\":\"brl\",\"capture_method\":\"manual\",\"metadata\":{\"payment_id\":\"$PAYMENT_ID\"}}}}"
-for _ in 1 2; do
-  T="$(date +%s)"
-  SIG="$(printf '%s.%s' "$T" "$EVENT" | openssl dgst -sha256 -hmac "$WHSEC" | sed 's/^.* //')"
-  curl -X POST "$API/webhooks/stripe/$ACCOUNT_ID" -H "Stripe-Signature: t=$T,v1=$SIG" -d "$EVENT"; echo
-done
+say "6. capture through the API: the provider captures and sends its own signed webhook (payment_intent.succeeded), twice: one effect"
+curl -X POST "$SIM/_sim/webhooks/duplicate" -d '{"on":true}' >/dev/null
+trap 'command curl -s --max-time 5 -X POST "$SIM/_sim/webhooks/duplicate" -d "{\"on\":false}" >/dev/null || true
+  command curl -s --max-time 5 -X POST "$SIM/_sim/webhooks/release" -d "{}" >/dev/null || true' EXIT
+curl -X POST "$API/v1/payments/$PAYMENT_ID/capture" -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
+  -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -d '{}' -w '\nHTTP %{http_code}\n' \
+  | grep -oE '^HTTP [0-9]+|"status":"[a-z_]+"' | head -n 2 | tr '\n' ' '; echo
+curl -X POST "$SIM/_sim/webhooks/flush" >/dev/null
+curl -X POST "$SIM/_sim/webhooks/duplicate" -d '{"on":false}' >/dev/null
+# The simulator's log of what it sent: this account's payment_intent.succeeded
+# deliveries, the last event's (the capture's) answers from the service.
+HOOKS="$(curl "$SIM/_sim/webhooks/deliveries" | grep -o '{"event_id":"[^"]*","type":"payment_intent.succeeded","url":"[^"]*'"$ACCOUNT_ID"'","status":[0-9]*' || true)"
+EVT="$(printf '%s\n' "$HOOKS" | tail -n 1 | sed -E 's/.*"event_id":"([^"]*)".*/\1/')"
+echo "provider event $EVT delivered $(printf '%s\n' "$HOOKS" | grep -c "\"$EVT\"" || true) times, answered:" \
+  $(printf '%s\n' "$HOOKS" | grep "\"$EVT\"" | sed -E 's/.*"status":([0-9]*)/HTTP \1/')
 
 say "7. the events feed of this payment"
 events_of "$PAYMENT_ID"

@@ -15,13 +15,24 @@ try_line() {
 TRY
 }
 
+# try_lost ADDR API_KEY SIM: one line that makes the simulator charge and
+# lose its answer (202 unknown), then retries with the same key once the
+# simulator answers again (201: the same attempt, one charge). The
+# simulator's webhooks are held meanwhile: they would tell the service the
+# outcome before the retry.
+try_lost() {
+  cat <<LOST
+    K=\$(cat /proc/sys/kernel/random/uuid) O=lost-t\$(date +%s)n\$(date +%N); pay() { curl -sS -X POST http://$1/v1/payments -H 'Authorization: Bearer $2' -H 'Content-Type: application/json' -H "Idempotency-Key: \$K" -d '{"order_id":"'\$O'","amount":2000,"currency":"BRL","payment_method":"pm_card_visa"}' -w '\nHTTP %{http_code}\n' | grep -oE '^HTTP [0-9]+|"status":"[a-z_]+"' | tr '\n' ' '; echo; }; curl -sS -X POST $3/_sim/webhooks/hold; curl -sS -X POST $3/_sim/faults -d '{"op":"authorize","kind":"drop_after_effect"}' >/dev/null; pay; curl -sS -X DELETE $3/_sim/faults; pay; curl -sS -X POST $3/_sim/webhooks/release -d '{}' >/dev/null
+LOST
+}
+
 # try_flows ADDR API_KEY SIM: how to try the payments that wait for the
 # customer (3-D Secure, Pix, Boleto) with the simulator's control API.
 try_flows() {
   local create="curl -sS -X POST http://$1/v1/payments -H 'Authorization: Bearer $2' -H 'Content-Type: application/json' -H \"Idempotency-Key: \$(cat /proc/sys/kernel/random/uuid)\""
   local order='"order_id":"pedido-'"'"'"t$(date +%s)n$(date +%N)"'"'"'","amount":2000,"currency":"BRL"'
   cat <<FLOWS
-  payments that wait for the customer (CONTRACT §12): create one, then act as the customer.
+  payments that wait for the customer (docs/integrating.md): create one, then act as the customer.
   The simulator's signed webhooks move the payment; watch it with GET /v1/payments/{id}.
   pi_… below is the answer's provider_payment_id.
 
@@ -38,8 +49,9 @@ try_flows() {
     $create \\
       -d '{$order,"payment_method":"boleto","billing_details":{"name":"Maria Silva","email":"maria@example.com","tax_id":"529.982.247-25","address":{"line1":"Rua Augusta 100","city":"São Paulo","state":"SP","postal_code":"01305-000","country":"BR"}}}'
     curl -sS -X POST $3/_sim/intents/pi_…/processing   # the bank is clearing it: pending
-    curl -sS -X POST $3/_sim/clock/advance -d '{"by":"48h"}'
+    curl -sS -X POST $3/_sim/clock/advance -d '{"by":"48h"}'   # two days at the simulator
     curl -sS -X POST $3/_sim/intents/pi_…/pay          # paid: captured
+    curl -sS -X POST $3/_sim/clock/reset               # the simulator's clock back to now
 
   the checkout page (Pix and 3-D Secure in a browser):
     PAYMENTS_API=http://$1 PAYMENTS_API_KEY=$2 go run ./examples/checkout   # then open http://localhost:8090
@@ -184,6 +196,10 @@ cat >&2 <<INFO
 
   try (paste it as often as you like: a new order each time):
 $(try_line "$HTTP_ADDR" "$API_KEY")
+
+  a lost answer: the simulator charges and drops its response (202 unknown), then the retry
+  with the same Idempotency-Key recovers the same attempt (201, one charge; docs/simulator.md):
+$(try_lost "$HTTP_ADDR" "$API_KEY" "$STRIPE_API_BASE")
 
 $(try_flows "$HTTP_ADDR" "$API_KEY" "$STRIPE_API_BASE")
 

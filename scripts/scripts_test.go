@@ -62,6 +62,50 @@ func TestRunTryLineMakesANewOrderEachPaste(t *testing.T) {
 	}
 }
 
+// The lost-answer line make run prints holds the simulator's webhooks,
+// injects a fault that drops the provider's answer, creates, removes the
+// fault and creates again with the same key and body (a 202, then the same
+// attempt's 201), then lets the webhooks go.
+func TestRunLostAnswerRetriesWithTheSameKey(t *testing.T) {
+	t.Parallel()
+	code, line, stderr := bash(t, os.Environ(), `source ./run.sh && try_lost 127.0.0.1:8080 psk_test http://127.0.0.1:12111`)
+	if code != 0 {
+		t.Fatalf("try_lost: exit %d: %s", code, stderr)
+	}
+	if n := strings.Count(strings.TrimSpace(line), "\n"); n != 0 {
+		t.Fatalf("want one line, got %d more:\n%s", n, line)
+	}
+	// A curl that prints each call on stderr (the line filters or drops
+	// curl's output): method, URL, key and body.
+	paste := `curl() { local m=GET u="" k="" d=""; while [ $# -gt 0 ]; do case "$1" in
+  -X) m=$2; shift;; -d) d=$2; shift;; -H) case "$2" in Idempotency-Key:*) k=$2;; esac; shift;; -w|-o) shift;; -*) ;; *) u=$1;; esac; shift; done
+  printf '%s %s|%s|%s\n' "$m" "$u" "$k" "$d" >&2; }
+` + line
+	code, _, sent := bash(t, os.Environ(), paste)
+	if code != 0 {
+		t.Fatalf("pasting the line: exit %d: %s", code, sent)
+	}
+	var calls []string
+	for _, l := range strings.Split(sent, "\n") {
+		if strings.HasPrefix(l, "POST ") || strings.HasPrefix(l, "DELETE ") {
+			calls = append(calls, l)
+		}
+	}
+	if len(calls) != 6 ||
+		!strings.HasPrefix(calls[0], "POST http://127.0.0.1:12111/_sim/webhooks/hold|") ||
+		!strings.HasPrefix(calls[1], `POST http://127.0.0.1:12111/_sim/faults||{"op":"authorize","kind":"drop_after_effect"}`) ||
+		!strings.HasPrefix(calls[2], "POST http://127.0.0.1:8080/v1/payments|Idempotency-Key: ") ||
+		!strings.HasPrefix(calls[3], "DELETE http://127.0.0.1:12111/_sim/faults|") ||
+		calls[4] != calls[2] ||
+		!strings.HasPrefix(calls[5], "POST http://127.0.0.1:12111/_sim/webhooks/release|") {
+		t.Fatalf("the line sent:\n%s\nwant webhooks held, a fault, a create, the fault removed, the same create again, webhooks released",
+			strings.Join(calls, "\n"))
+	}
+	if !regexp.MustCompile(`Idempotency-Key: [0-9a-f-]{36}\|\{"order_id":"lost-t[0-9]{1,12}n[0-9]{1,9}"`).MatchString(calls[2]) {
+		t.Fatalf("create sent %s, want a fresh key and order", calls[2])
+	}
+}
+
 // The Pix on Mercado Pago that make run prints, pasted twice, creates two
 // Pix orders with two keys, with the payer's email Mercado Pago needs.
 func TestRunMercadoPagoPixMakesANewOrderEachPaste(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The README's local PgBouncer: topology.sh pgbouncer prints a URL that
+// The local PgBouncer of docs/operating.md: topology.sh pgbouncer prints a URL that
 // reaches the server through PgBouncer in transaction mode, and stop ends
 // it.
 func TestTopologyPgBouncer(t *testing.T) {

@@ -28,7 +28,7 @@ plus 5s) before exit. Any number of instances may start at once.
 
 settings: DATABASE_URL, ENCRYPTION_KEY (required); HTTP_ADDR, ADMIN_TOKEN
 (at least 32 characters), METRICS_ADDR, TRUSTED_PROXY_CIDRS, STRIPE_API_BASE, PROVIDER_TIMEOUT, IN_PROGRESS_LEASE and the rest listed in
-the README; tracing: OTEL_EXPORTER_OTLP_ENDPOINT (unset: off), OTEL_SERVICE_NAME,
+docs/configuration.md; tracing: OTEL_EXPORTER_OTLP_ENDPOINT (unset: off), OTEL_SERVICE_NAME,
 OTEL_TRACES_SAMPLER, OTEL_SDK_DISABLED (docs/observability.md).`},
 	{name: "migrate", synopsis: "[status]", summary: "apply database migrations, or list them with status",
 		details: `Applies pending migrations (goose up) under a PostgreSQL session lock, so
@@ -193,7 +193,7 @@ func topUsage() string {
 		}
 		fmt.Fprintf(&b, "  %s\n      %s\n", line, c.summary)
 	}
-	b.WriteString("\nSettings come from the environment (see the README).\n" +
+	b.WriteString("\nSettings come from the environment (see docs/configuration.md).\n" +
 		"payments <command> --help describes one command and exits without reading any.\n")
 	return b.String()
 }

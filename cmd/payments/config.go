@@ -13,8 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acmepay/payments/internal/logging"
-	"github.com/acmepay/payments/internal/payment"
-	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/settings"
 	"github.com/acmepay/payments/internal/telemetry"
 )
 
@@ -148,7 +147,10 @@ func (c *config) checkAdmin(getenv func(string) string) error {
 }
 
 // loadConfig returns the first bad or missing setting as one clear error.
+// Every setting is read through settings.Env: only listed names, with the
+// list's defaults, so docs/configuration.md describes exactly this.
 func loadConfig(getenv func(string) string) (config, error) {
+	getenv = settings.Env(getenv)
 	c := config{
 		DatabaseURL:   getenv("DATABASE_URL"),
 		HTTPAddr:      getenv("HTTP_ADDR"),
@@ -160,9 +162,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.MigrateDatabaseURL = getenv("MIGRATE_DATABASE_URL"); c.MigrateDatabaseURL == "" {
 		c.MigrateDatabaseURL = c.DatabaseURL
-	}
-	if c.HTTPAddr == "" {
-		c.HTTPAddr = ":8080"
 	}
 	if err := c.checkAdmin(getenv); err != nil {
 		return c, err
@@ -220,40 +219,35 @@ func loadConfig(getenv func(string) string) (config, error) {
 	return c, nil
 }
 
-// loadDurations reads every duration setting with its default; each must
-// be positive.
+// loadDurations reads every duration setting (its default comes from
+// settings.All); each must be positive.
 func (c *config) loadDurations(getenv func(string) string) error {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-		def  time.Duration
 	}{
-		{"PROVIDER_TIMEOUT", &c.ProviderTimeout, 10 * time.Second},
-		{"IN_PROGRESS_LEASE", &c.InProgressLease, 30 * time.Second},
-		{"PROVIDER_KEY_RETENTION", &c.ProviderKeyRetention, 24 * time.Hour},
-		{"IDEMPOTENCY_RESPONSE_TTL", &c.ResponseTTL, 72 * time.Hour},
-		{"IDEMPOTENCY_TOMBSTONE_TTL", &c.TombstoneTTL, 9600 * time.Hour},
-		{"RECONCILE_INTERVAL", &c.ReconcileInterval, 30 * time.Second},
-		{"RECONCILE_AFTER", &c.ReconcileAfter, 15 * time.Second},
-		{"RECONCILE_MAX_BACKOFF", &c.ReconcileMaxBackoff, time.Hour},
-		{"RECONCILE_ALERT_AFTER", &c.ReconcileAlertAfter, time.Hour},
-		{"PROVIDER_SEARCH_GRACE", &c.ProviderSearchGrace, 5 * time.Minute},
-		{"PURGE_INTERVAL", &c.PurgeInterval, time.Hour},
-		{"AUDIT_INTERVAL", &c.AuditInterval, time.Hour},
-		{"AUDIT_WINDOW", &c.AuditWindow, 72 * time.Hour},
-		{"DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout, 5 * time.Second},
-		{"DB_LOCK_TIMEOUT", &c.DBLockTimeout, 2 * time.Second},
-		{"DB_IDLE_IN_TRANSACTION_TIMEOUT", &c.DBIdleInTransactionTimeout, 10 * time.Second},
-		{"HTTP_READ_TIMEOUT", &c.HTTPReadTimeout, 15 * time.Second},
-		{"HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout, 60 * time.Second},
-		{"HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout, 120 * time.Second},
-		{"PROVIDER_CIRCUIT_COOLDOWN", &c.CircuitCooldown, payment.DefaultCircuitCooldown},
+		{"PROVIDER_TIMEOUT", &c.ProviderTimeout},
+		{"IN_PROGRESS_LEASE", &c.InProgressLease},
+		{"PROVIDER_KEY_RETENTION", &c.ProviderKeyRetention},
+		{"IDEMPOTENCY_RESPONSE_TTL", &c.ResponseTTL},
+		{"IDEMPOTENCY_TOMBSTONE_TTL", &c.TombstoneTTL},
+		{"RECONCILE_INTERVAL", &c.ReconcileInterval},
+		{"RECONCILE_AFTER", &c.ReconcileAfter},
+		{"RECONCILE_MAX_BACKOFF", &c.ReconcileMaxBackoff},
+		{"RECONCILE_ALERT_AFTER", &c.ReconcileAlertAfter},
+		{"PROVIDER_SEARCH_GRACE", &c.ProviderSearchGrace},
+		{"PURGE_INTERVAL", &c.PurgeInterval},
+		{"AUDIT_INTERVAL", &c.AuditInterval},
+		{"AUDIT_WINDOW", &c.AuditWindow},
+		{"DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout},
+		{"DB_LOCK_TIMEOUT", &c.DBLockTimeout},
+		{"DB_IDLE_IN_TRANSACTION_TIMEOUT", &c.DBIdleInTransactionTimeout},
+		{"HTTP_READ_TIMEOUT", &c.HTTPReadTimeout},
+		{"HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout},
+		{"HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout},
+		{"PROVIDER_CIRCUIT_COOLDOWN", &c.CircuitCooldown},
 	} {
-		*d.dst = d.def
 		v := getenv(d.name)
-		if v == "" {
-			continue
-		}
 		parsed, err := time.ParseDuration(v)
 		if err != nil || parsed <= 0 {
 			return fmt.Errorf("%s must be a positive Go duration such as 30s or 72h, not %q", d.name, v)
@@ -265,9 +259,6 @@ func (c *config) loadDurations(getenv func(string) string) error {
 
 // circuitFailures reads PROVIDER_CIRCUIT_FAILURES.
 func circuitFailures(v string) (int, error) {
-	if v == "" {
-		return payment.DefaultCircuitFailures, nil
-	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > 1000 {
 		return 0, fmt.Errorf("PROVIDER_CIRCUIT_FAILURES must be a whole number from 1 to 1000, not %q", v)
@@ -279,26 +270,22 @@ func circuitFailures(v string) (int, error) {
 // may be zero (the default: keys are never re-sent on recovery); its search
 // grace may not, or a search that lags would prove no effect.
 func (c *config) loadMercadoPago(getenv func(string) string) error {
-	c.MercadoPagoKeyRetention, c.MercadoPagoSearchGrace = provider.MercadoPagoKeyRetention, provider.DefaultSearchLag
 	if v := getenv("MERCADOPAGO_API_BASE"); v != "" {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("MERCADOPAGO_API_BASE must be an http(s) URL such as https://api.mercadopago.com, not %q", v)
 		}
 		c.MercadoPagoAPIBase = v
 	}
-	if v := getenv("MERCADOPAGO_KEY_RETENTION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("MERCADOPAGO_KEY_RETENTION must be a Go duration of 0s or more such as 0s or 24h, not %q", v)
-		}
-		c.MercadoPagoKeyRetention = d
+	v := getenv("MERCADOPAGO_KEY_RETENTION")
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return fmt.Errorf("MERCADOPAGO_KEY_RETENTION must be a Go duration of 0s or more such as 0s or 24h, not %q", v)
 	}
-	if v := getenv("MERCADOPAGO_SEARCH_GRACE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("MERCADOPAGO_SEARCH_GRACE must be a positive Go duration such as 5m, not %q", v)
-		}
-		c.MercadoPagoSearchGrace = d
+	c.MercadoPagoKeyRetention = d
+	v = getenv("MERCADOPAGO_SEARCH_GRACE")
+	if d, err = time.ParseDuration(v); err != nil || d <= 0 {
+		return fmt.Errorf("MERCADOPAGO_SEARCH_GRACE must be a positive Go duration such as 5m, not %q", v)
 	}
+	c.MercadoPagoSearchGrace = d
 	return nil
 }

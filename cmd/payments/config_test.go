@@ -2,9 +2,14 @@ package main
 
 import (
 	"encoding/base64"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acmepay/payments/internal/payment"
+	"github.com/acmepay/payments/internal/provider"
+	"github.com/acmepay/payments/internal/settings"
 )
 
 func env(kv ...string) func(string) string {
@@ -177,5 +182,39 @@ func TestLoadConfigTracing(t *testing.T) {
 		if _, err := loadConfig(env(kv...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%s=%s: err %v, want one naming the setting", bad[0], bad[1], err)
 		}
+	}
+}
+
+// loadConfig reads exactly the settings of settings.All (the list
+// docs/configuration.md is generated from), no more and no fewer.
+func TestLoadConfigReadsEverySettingListed(t *testing.T) {
+	t.Parallel()
+	read := map[string]bool{}
+	base := env()
+	if _, err := loadConfig(func(k string) string { read[k] = true; return base(k) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range settings.All {
+		if !read[s.Name] {
+			t.Errorf("%s is listed in settings.All but loadConfig never reads it", s.Name)
+		}
+		delete(read, s.Name)
+	}
+	for name := range read {
+		t.Errorf("loadConfig reads %s, which settings.All does not list", name)
+	}
+}
+
+// The defaults of settings.All are the ones the rest of the code assumes.
+func TestLoadConfigDefaultsMatchTheCode(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CircuitFailures != payment.DefaultCircuitFailures || c.CircuitCooldown != payment.DefaultCircuitCooldown ||
+		c.MercadoPagoKeyRetention != provider.MercadoPagoKeyRetention || c.MercadoPagoSearchGrace != provider.DefaultSearchLag ||
+		c.HTTPMaxHeaderBytes != 64<<10 || c.AuditRate != 10 || c.LogLevel != slog.LevelInfo || c.WebhookAllowPrivate {
+		t.Fatalf("defaults = %+v", c)
 	}
 }

@@ -9,7 +9,6 @@ import (
 )
 
 const (
-	defaultMaxHeaderBytes = 64 << 10
 	// readHeaderTimeout caps the headers alone below HTTP_READ_TIMEOUT: a
 	// client that has not sent its headers in this time is not a client.
 	readHeaderTimeout = 10 * time.Second
@@ -22,14 +21,11 @@ const (
 // answer of a payment that went through, and the client learns it only by
 // retrying.
 func (c *config) checkHTTP(maxHeader string) error {
-	c.HTTPMaxHeaderBytes = defaultMaxHeaderBytes
-	if maxHeader != "" {
-		n, err := strconv.Atoi(maxHeader)
-		if err != nil || n < 1<<10 || n > 16<<20 {
-			return fmt.Errorf("HTTP_MAX_HEADER_BYTES must be a number of bytes between 1024 and 16777216, not %q", maxHeader)
-		}
-		c.HTTPMaxHeaderBytes = n
+	n, err := strconv.Atoi(maxHeader)
+	if err != nil || n < 1<<10 || n > 16<<20 {
+		return fmt.Errorf("HTTP_MAX_HEADER_BYTES must be a number of bytes between 1024 and 16777216, not %q", maxHeader)
 	}
+	c.HTTPMaxHeaderBytes = n
 	if need := c.ProviderTimeout + c.DBStatementTimeout; c.HTTPWriteTimeout <= need {
 		return fmt.Errorf("HTTP_WRITE_TIMEOUT (%s) must be longer than PROVIDER_TIMEOUT plus DB_STATEMENT_TIMEOUT (%s)",
 			c.HTTPWriteTimeout, need)

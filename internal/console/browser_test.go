@@ -18,7 +18,7 @@ import (
 // sees the provider's state beside ours, reconciles it to final, and
 // replays a declined payment; then resolves a discrepancy the audit found
 // (a refund made in the provider's dashboard) and opens a disputed payment. Screenshots of each page are kept with the
-// test's artifacts (and in CONSOLE_SCREENSHOTS, when set, for the README).
+// test's artifacts (and in CONSOLE_SCREENSHOTS, when set, for docs/operating.md).
 func TestConsoleInBrowser(t *testing.T) {
 	bin := browsertest.Find(t)
 	e := apitest.New(t, apitest.Options{})

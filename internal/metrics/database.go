@@ -61,7 +61,7 @@ func newDatabaseGauges(statuses StatusCounter, backlog Backlog, lag FeedLag) *da
 		byStatus: prometheus.NewDesc("payments_by_status", "Payments by current status, as of the last database refresh.", []string{"status"}, nil),
 		unread:   prometheus.NewDesc("payments_events_backlog", "Events not yet fetched (after the last cursor passed back) by the accounts whose consumer moved its cursor in the last 7 days, as of the last database refresh.", nil, nil),
 		discrepancies: prometheus.NewDesc("payments_discrepancies_open",
-			"Open discrepancies between final payments and the provider (CONTRACT §14), as of the last database refresh.", nil, nil),
+			"Open discrepancies between final payments and the provider, as of the last database refresh.", nil, nil),
 		backlogAge: prometheus.NewDesc("payments_events_backlog_age_seconds", "Age of the oldest event counted in payments_events_backlog, as of the last database refresh.", nil, nil),
 		feedLag: prometheus.NewDesc("payments_events_feed_lag_seconds",
 			"How long the events feed may lag commits: age of the oldest transaction holding its horizon back, as of the last database refresh.", nil, nil),

@@ -17,7 +17,7 @@ import (
 
 // Through PgBouncer in transaction mode (Debian's 1.18 and its default
 // pgbouncer.ini: no ignore_startup_parameters, no protocol-level prepared
-// statements), as the README's "Production database" section sets it up.
+// statements), as docs/operating.md's "Production database" sets it up.
 func TestPgBouncer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

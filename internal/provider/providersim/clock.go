@@ -28,6 +28,29 @@ func (s *Server) Advance(d time.Duration) {
 	}
 }
 
+// ResetClock undoes every Advance: the simulator's clock is Options.Now
+// again. Keys already past retention stay forgotten, and the keys still
+// kept keep their age, so going back neither revives a forgotten key nor
+// makes a kept one live longer. Objects keep the times they were stamped
+// with: a Pix or Boleto made while the clock was ahead expires that much
+// later.
+func (s *Server) ResetClock() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, a := range s.accounts {
+		for k, e := range a.keys {
+			if s.expired(e, now) {
+				delete(a.keys, k)
+				continue
+			}
+			e.created = e.created.Add(-s.offset)
+		}
+		a.swept = a.swept.Add(-s.offset)
+	}
+	s.offset = 0
+}
+
 // now is Server.Now for callers holding s.mu.
 func (s *Server) now() time.Time { return s.opts.Now().Add(s.offset) }
 

@@ -166,3 +166,56 @@ func TestControlClock(t *testing.T) {
 		t.Fatalf("rejected advances moved the clock to %v", got)
 	}
 }
+
+func TestControlClockReset(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	e := start(t, Options{Now: clock.Now, KeyRetention: 24 * time.Hour})
+	sc := e.client(keyA)
+
+	forgotten, err := sc.PaymentIntents.New(authorize("old", "pm_card_visa", "manual", 100, "pay_1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ctl(t, "POST", "/_sim/clock/advance", `{"by":"48h"}`, 200, nil)
+	kept, err := sc.PaymentIntents.New(authorize("new", "pm_card_visa", "manual", 100, "pay_2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var got clockJSON
+	e.ctl(t, "POST", "/_sim/clock/reset", "", 200, &got)
+	if !got.Now.Equal(clock.Now()) || got.Offset != "0s" {
+		t.Fatalf("reset = %+v, want now %v offset 0s", got, clock.Now())
+	}
+	if now := e.sim.Now(); !now.Equal(clock.Now()) {
+		t.Fatalf("Now() = %v after reset, want %v", now, clock.Now())
+	}
+
+	// A key forgotten under the advanced clock stays forgotten.
+	again, err := sc.PaymentIntents.New(authorize("old", "pm_card_visa", "manual", 100, "pay_1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID == forgotten.ID {
+		t.Fatal("reset revived a key forgotten past retention")
+	}
+	// A key made under the advanced clock keeps its age: replayed within
+	// retention, forgotten once retention has passed since it was made.
+	clock.Add(24*time.Hour - time.Second)
+	replay, err := sc.PaymentIntents.New(authorize("new", "pm_card_visa", "manual", 100, "pay_2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replay.ID != kept.ID {
+		t.Fatal("reset dropped a key still within retention")
+	}
+	clock.Add(time.Second)
+	fresh, err := sc.PaymentIntents.New(authorize("new", "pm_card_visa", "manual", 100, "pay_2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.ID == kept.ID {
+		t.Fatal("reset made a key outlive its retention")
+	}
+}

@@ -45,6 +45,7 @@ type randomFaultsJSON struct {
 //	POST   /_sim/secrets/restore      {"secret_key"}
 //	GET    /_sim/clock                {"now","offset"}
 //	POST   /_sim/clock/advance        {"by":"25h"} -> {"now","offset"} (expires due Pix and Boleto)
+//	POST   /_sim/clock/reset          -> {"now","offset"}: undo every advance
 //	POST   /_sim/intents/{id}/pay     approve 3-D Secure, pay a Pix or Boleto -> intent; 409 if not waiting
 //	POST   /_sim/intents/{id}/fail    fail 3-D Secure (or a processing Boleto)
 //	POST   /_sim/intents/{id}/expire  expire a waiting Pix or Boleto now
@@ -83,6 +84,10 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 		writeJSON(w, http.StatusOK, s.clockJSON())
 	})
 	m.HandleFunc("POST /_sim/clock/advance", s.advanceClock)
+	m.HandleFunc("POST /_sim/clock/reset", func(w http.ResponseWriter, r *http.Request) {
+		s.ResetClock()
+		writeJSON(w, http.StatusOK, s.clockJSON())
+	})
 	m.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown control endpoint"})
 	})
