@@ -85,27 +85,40 @@ func webhooksCommand(ctx context.Context, args []string, getenv func(string) str
 	defer ln.Close()
 	self := "http://" + loopbackAddr(ln.Addr().String()) + "/"
 	if *register {
-		var evs []string
-		for e := range strings.SplitSeq(*events, ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				evs = append(evs, e)
-			}
-		}
 		r := registrar{api: strings.TrimRight(*apiURL, "/"), key: *apiKey, client: &http.Client{Timeout: 15 * time.Second}}
-		ep, how, others, err := r.register(ctx, self, evs)
-		if err != nil {
-			return fmt.Errorf("webhooks listen: register %s with %s: %w", self, *apiURL, err)
-		}
-		if l.wh, err = standardwebhooks.NewWebhook(ep.Secret); err != nil {
-			return fmt.Errorf("webhooks listen: the service's secret: %w", err)
-		}
-		fmt.Fprintf(stderr, "webhooks listen: endpoint %s %s at %s for %s\n", ep.ID, how, *apiURL, strings.Join(ep.EnabledEvents, ","))
-		if len(others) > 0 {
-			fmt.Fprint(stderr, sameURLWarning(self, others))
+		if err := l.registerAt(ctx, r, self, *events, stderr); err != nil {
+			return err
 		}
 	}
+	return l.serve(ctx, ln, self, stderr)
+}
 
-	hs := &http.Server{Handler: &l, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second}
+// registerAt registers self as an endpoint for the comma-separated events
+// and verifies with the secret the service returns.
+func (l *listener) registerAt(ctx context.Context, r registrar, self, events string, stderr io.Writer) error {
+	var evs []string
+	for e := range strings.SplitSeq(events, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			evs = append(evs, e)
+		}
+	}
+	ep, how, others, err := r.register(ctx, self, evs)
+	if err != nil {
+		return fmt.Errorf("webhooks listen: register %s with %s: %w", self, r.api, err)
+	}
+	if l.wh, err = standardwebhooks.NewWebhook(ep.Secret); err != nil {
+		return fmt.Errorf("webhooks listen: the service's secret: %w", err)
+	}
+	fmt.Fprintf(stderr, "webhooks listen: endpoint %s %s at %s for %s\n", ep.ID, how, r.api, strings.Join(ep.EnabledEvents, ","))
+	if len(others) > 0 {
+		fmt.Fprint(stderr, sameURLWarning(self, others))
+	}
+	return nil
+}
+
+// serve answers deliveries on ln until ctx ends.
+func (l *listener) serve(ctx context.Context, ln net.Listener, self string, stderr io.Writer) error {
+	hs := &http.Server{Handler: l, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "webhooks listen: listening on %s; verified events on stdout, rejected requests here\n", self)
