@@ -206,7 +206,7 @@ func TestCommitAnswerLost(t *testing.T) {
 	t.Run("Reserve", func(t *testing.T) {
 		t.Parallel()
 		e, p, px := behindProxy(t)
-		lost := px.DropCommitAnswer("-- name: PaymentInsert ", 1)
+		lost := px.DropCommitAnswer("-- name: PaymentInsertWithAttempt ", 1)
 		r, err := create(e, p, "k-reserve")
 		apitest.Recv(t, lost.Fired(), "the reserve's COMMIT answer to be dropped")
 		assertNotFinal(t, r, err)
@@ -250,7 +250,7 @@ func TestReconcilerCommitAnswerLost(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, match string }{
 		{"Claim", "-- name: AttemptScheduleClaim "},
-		{"Resolve", "-- name: AttemptUpdateOutcome "},
+		{"Resolve", "-- name: AttemptUpdateOutcomeWithPayment "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -308,7 +308,7 @@ func TestDatabaseConnectionFaults(t *testing.T) {
 	t.Run("ResetMidTransaction", func(t *testing.T) {
 		t.Parallel()
 		e, p, px := behindProxy(t)
-		reset := px.ResetOnStatement("-- name: PaymentInsert ", 1)
+		reset := px.ResetOnStatement("-- name: PaymentInsertWithAttempt ", 1)
 		r, err := create(e, p, "k-reset")
 		apitest.Recv(t, reset.Fired(), "the reserve's connection to be reset")
 		if err != nil || r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable" {

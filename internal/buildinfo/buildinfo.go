@@ -5,6 +5,7 @@ package buildinfo
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // Version is stamped by the build (Makefile, scripts/run.sh, Dockerfile):
@@ -51,7 +52,7 @@ func resolve(stamped string, bi *debug.BuildInfo) Info {
 	}
 	switch {
 	case info.Version != "":
-	case module != "" && module != Devel:
+	case module != "" && module != Devel && !pseudo(module, info.Revision):
 		info.Version = module
 	case info.Revision != "":
 		info.Version = info.Revision[:min(12, len(info.Revision))]
@@ -62,4 +63,12 @@ func resolve(stamped string, bi *debug.BuildInfo) Info {
 		info.Version = Devel
 	}
 	return info
+}
+
+// pseudo reports whether a module version is the one Go makes up from the
+// VCS state (v0.0.0-<time>-<revision>[+dirty], since Go 1.24): no release,
+// so the short revision says it better.
+func pseudo(module, revision string) bool {
+	m := strings.TrimSuffix(module, "+dirty")
+	return len(revision) >= 12 && strings.HasSuffix(m, "-"+revision[:12])
 }

@@ -36,3 +36,18 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// Go 1.24 and later make up a pseudo-version from the VCS state when the
+// build is not stamped; the short revision stands for it.
+func TestResolvePseudoVersion(t *testing.T) {
+	t.Parallel()
+	bi := &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261205024339-f67eaf6dc82a+dirty"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "f67eaf6dc82aab4ffee4222a6e10b93adb02119c"}, {Key: "vcs.modified", Value: "true"}}}
+	if got := resolve("", bi).Version; got != "f67eaf6dc82a-dirty" {
+		t.Fatalf("version = %q, want f67eaf6dc82a-dirty", got)
+	}
+	bi.Main.Version = "v1.4.0"
+	if got := resolve("", bi).Version; got != "v1.4.0" {
+		t.Fatalf("a release's module version = %q, want v1.4.0", got)
+	}
+}

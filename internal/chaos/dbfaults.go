@@ -20,8 +20,8 @@ import (
 // are the money path's transactions: reserve, settle, a provider event's
 // apply, the reconciler's claim and its recording.
 var dbCommits = []string{
-	"-- name: PaymentInsert ", "-- name: IdempotencyKeyComplete ", "-- name: ProviderEventReceiptInsert ",
-	"-- name: AttemptScheduleClaim ", "-- name: AttemptUpdateOutcome ",
+	"-- name: PaymentInsertWithAttempt ", "-- name: IdempotencyKeyComplete ", "-- name: ProviderEventReceiptInsert ",
+	"-- name: AttemptScheduleClaim ", "-- name: AttemptUpdateOutcomeWithPayment ",
 }
 
 // Bounds of the faults that last: shorter than a client's patience, longer

@@ -112,7 +112,7 @@ func TestListIntents(t *testing.T) {
 			prov := tc.adapter(srv.URL)
 			creds := provider.Credentials{SecretKey: tc.key}
 			ctx := context.Background()
-			authorize := func(n int) string {
+			charge := func(n int) string {
 				r := provider.AuthorizeRequest{IdempotencyKey: fmt.Sprintf("o%d:autorizar-v1", n), Amount: 1000, Currency: "BRL",
 					CaptureMethod: "automatic", Metadata: map[string]string{"payment_id": fmt.Sprintf("pay_%d", n), "attempt": "1"}}
 				tc.card(&r)
@@ -125,10 +125,10 @@ func TestListIntents(t *testing.T) {
 			start := clock.Now()
 			first := make([]string, 5)
 			for i := range first {
-				first[i] = authorize(i)
+				first[i] = charge(i)
 			}
 			clock.add(2 * time.Hour)
-			authorize(5)
+			charge(5)
 			// An early payment refunded late: Mercado Pago lists it by
 			// that change, Stripe by its creation.
 			if res := prov.Refund(ctx, creds, provider.RefundRequest{IdempotencyKey: "o0:reembolsar-1", IntentID: first[0], Amount: 300}); res.Refund == nil {
