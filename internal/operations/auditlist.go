@@ -210,17 +210,7 @@ func (s *Service) fromListed(ctx context.Context, b at, l *provider.Listed) (pro
 		return st, nil
 	}
 	st.refunded = l.Refunded
-	err := s.paced(ctx, func(ctx context.Context) (err error) {
-		st.disputes, err = b.prov.ListDisputes(ctx, b.creds, in.ID)
-		return err
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return st, ctx.Err()
-		}
-		st.failed[payment.KindDisputed], st.disputes = err, nil
-	}
-	return st, nil
+	return st, s.readDisputes(ctx, b, in.ID, &st)
 }
 
 // paced runs one provider call after a token of the bucket, bounded by

@@ -248,17 +248,24 @@ func (s *Service) fetch(ctx context.Context, acct payment.Account, p *payment.Pa
 		}
 		st.failed[payment.KindAmountRefundedMismatch], st.refunded = err, 0
 	}
-	err = call(func(ctx context.Context) (err error) {
-		st.disputes, err = b.prov.ListDisputes(ctx, b.creds, st.intent.ID)
+	return st, s.readDisputes(ctx, b, st.intent.ID, &st)
+}
+
+// readDisputes reads the intent's disputes into st, paced; a failed read
+// is recorded in st.failed, and only the caller's context ending is an
+// error.
+func (s *Service) readDisputes(ctx context.Context, b at, intentID string, st *providerState) error {
+	err := s.paced(ctx, func(ctx context.Context) (err error) {
+		st.disputes, err = b.prov.ListDisputes(ctx, b.creds, intentID)
 		return err
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return st, ctx.Err()
+			return ctx.Err()
 		}
 		st.failed[payment.KindDisputed], st.disputes = err, nil
 	}
-	return st, nil
+	return nil
 }
 
 // found is one difference.
